@@ -1,0 +1,3 @@
+from gtd.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""Layered configuration: defaults < user config < project .gtdrc.json < CLI flags."""

@@ -1,0 +1,159 @@
+"""The configuration schema: the single source of truth for keys, types and defaults.
+
+Keys are camelCase on disk (`testRetries`), snake_case in Python. `gtd config schema`
+emits the JSON Schema generated from these models.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Phase(str, Enum):
+    PLAN = "plan"
+    BUILD = "build"
+    LEARN = "learn"
+
+
+class Level(str, Enum):
+    """Sandbox boundary levels, from tightest to loosest. Each includes the ones below it."""
+
+    READONLY = "readonly"
+    READWRITE = "readwrite"
+    NETWORK = "network"
+    FULL = "full"
+
+    @property
+    def rank(self) -> int:
+        return list(Level).index(self)
+
+    def at_most(self, other: "Level") -> bool:
+        return self.rank <= other.rank
+
+
+class ConfigModel(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_enum_values=False,
+        validate_default=True,
+    )
+
+
+# Secrets in HOME that no level below `full` may read. Lists combine by union across
+# layers, so no config layer can remove one of these.
+DEFAULT_DENY_READ = [
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gh",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.git-credentials",
+    "~/.config/git/credentials",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.password-store",
+    "~/.terraform.d",
+    "~/.vault-token",
+]
+
+DEFAULT_NETWORK_DOMAINS = [
+    "pypi.org:443",
+    "files.pythonhosted.org:443",
+    "registry.npmjs.org:443",
+    "registry.yarnpkg.com:443",
+    "crates.io:443",
+    "static.crates.io:443",
+    "index.crates.io:443",
+    "proxy.golang.org:443",
+    "sum.golang.org:443",
+]
+
+
+class LevelRules(ConfigModel):
+    """Extra rules for one level. A level also gets the rules of every level below it."""
+
+    writable_paths: list[str] = Field(default_factory=list, description="Extra writable paths (relative to the repo, absolute, or ~).")
+    deny_read_paths: list[str] = Field(default_factory=list, description="Paths the agent may not read.")
+    allow_domains: list[str] = Field(
+        default_factory=list, description="Domains the agent may reach: `host`, `*.host`, optionally `:port`."
+    )
+    deny_domains: list[str] = Field(default_factory=list, description="Domains always refused (deny wins over allow).")
+
+
+class LevelsRules(ConfigModel):
+    readonly: LevelRules = Field(default_factory=lambda: LevelRules(deny_read_paths=list(DEFAULT_DENY_READ)))
+    readwrite: LevelRules = Field(default_factory=LevelRules)
+    network: LevelRules = Field(default_factory=lambda: LevelRules(allow_domains=list(DEFAULT_NETWORK_DOMAINS)))
+    full: LevelRules = Field(default_factory=LevelRules)
+
+    def for_level(self, level: Level) -> LevelRules:
+        return getattr(self, level.value)
+
+
+class PhaseLevels(ConfigModel):
+    """The boundary level each phase runs at."""
+
+    plan: Level = Level.READONLY
+    build: Level = Level.READWRITE
+    learn: Level = Level.READONLY
+
+    def for_phase(self, phase: Phase) -> Level:
+        return getattr(self, phase.value)
+
+
+class SandboxConfig(ConfigModel):
+    enabled: bool = Field(True, description="Run every agent and test command in the OS sandbox. If it cannot start, gtd stops.")
+    phases: PhaseLevels = Field(default_factory=PhaseLevels)
+    levels: LevelsRules = Field(default_factory=LevelsRules)
+
+
+class PhaseModels(ConfigModel):
+    """Model per phase, as the provider names it (None = the CLI's default)."""
+
+    plan: str | None = None
+    build: str | None = None
+    learn: str | None = None
+
+    def for_phase(self, phase: Phase) -> str | None:
+        return getattr(self, phase.value)
+
+
+class Timeouts(ConfigModel):
+    inactivity_seconds: int = Field(300, gt=0, description="Kill the agent after this long without any output.")
+    run_seconds: int = Field(3600, gt=0, description="Hard cap on one agent run.")
+
+
+ProviderName = Literal["auto", "scripted", "claude", "opencode", "pi"]
+
+
+class GtdConfig(ConfigModel):
+    schema_url: str | None = Field(None, alias="$schema", description="JSON Schema reference for editors.")
+    provider: ProviderName = Field("auto", description="Agent CLI to use; `auto` picks the first installed.")
+    models: PhaseModels = Field(default_factory=PhaseModels)
+    script: str | None = Field(None, description="Script for the `scripted` provider (path); default: the embedded demo.")
+    test_command: str | None = Field(None, description="Shell command run after each build step; non-zero exit = failure.")
+    test_timeout_seconds: int = Field(900, gt=0)
+    test_retries: int = Field(3, ge=0, description="Times the agent is re-prompted with test failures per item.")
+    plan_retries: int = Field(2, ge=0, description="Times the agent is re-prompted when TODO.md is malformed.")
+    max_build_steps: int = Field(50, gt=0, description="Hard cap on build steps in one `gtd build`.")
+    items_per_step: int = Field(1, gt=0, description="How many unchecked items one build step hands the agent.")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+
+# Keys that older versions accepted; accepted and ignored with a warning.
+LEGACY_KEYS: dict[str, str] = {
+    "agentForbiddenTools": "the forbidden-tools list is internal to gtd and no longer configurable",
+}

@@ -1,0 +1,31 @@
+"""Errors that the CLI turns into a clear message and an exit code."""
+
+from gtd.exitcodes import ExitCode
+
+
+class GtdError(Exception):
+    """Base error: carries the exit code the CLI should use."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str, *, exit_code: ExitCode | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class ConfigError(GtdError):
+    """Invalid configuration: always names the file, the key and the reason."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, file: str, key: str, reason: str):
+        self.file, self.key, self.reason = file, key, reason
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"invalid config {where}: {reason}")
+
+
+class SandboxUnavailable(GtdError):
+    """The sandbox is enabled but cannot start; gtd refuses to run unsandboxed."""
+
+    exit_code = ExitCode.SANDBOX_UNAVAILABLE

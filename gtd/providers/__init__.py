@@ -1,0 +1,1 @@
+"""Agent providers: each turns one agent CLI into the common event model."""

@@ -1,0 +1,88 @@
+"""The provider interface: what gtd needs from any agent CLI.
+
+A provider only *describes* how to run its CLI (argv, env, stdin) and how to read
+its output; running it (inside the sandbox, with timeouts and the forbidden-tools
+guard) is done once for all providers by `gtd.providers.runner`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gtd.config.schema import Phase
+from gtd.providers.events import AgentEvent
+
+
+@dataclass
+class AgentRequest:
+    """One prompt for the agent in one phase."""
+
+    phase: Phase
+    prompt: str
+    cwd: Path
+    system_prompt: str | None = None
+    model: str | None = None
+    resume_session: str | None = None
+    # Phase tool restriction, mapped onto the CLI's own mechanism where it can express it:
+    # None = the agent may edit anything in the workspace; a list = only these paths
+    # (relative to cwd), e.g. ["TODO.md"] in plan. The OS sandbox stays the real boundary.
+    editable_paths: list[str] | None = None
+
+
+@dataclass
+class CommandSpec:
+    """How to start the CLI for one request."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # on top of the sandbox's minimal env
+    stdin_data: bytes | None = None  # None means stdin is /dev/null
+
+
+@dataclass
+class SandboxNeeds:
+    """What the provider needs from the sandbox at every level below `full`."""
+
+    model_hosts: list[str] = field(default_factory=list)  # "host:port", reachable at every level
+    writable_dirs: list[Path] = field(default_factory=list)  # state dirs: sessions, caches
+    protected_paths: list[Path] = field(default_factory=list)  # its config/hook/plugin dirs: read-only
+    env_passthrough: list[str] = field(default_factory=list)  # credential env var names let in
+
+
+@dataclass
+class AgentOutcome:
+    """The honest verdict on a finished run, from exit status *and* stream."""
+
+    ok: bool
+    error: str | None = None
+    session_id: str | None = None
+
+
+class Provider(ABC):
+    name: str
+    executable: str
+    # Tool names as they appear on the wire that must never run headless. Internal, not configurable.
+    forbidden_tools: frozenset[str] = frozenset()
+
+    def executable_path(self) -> str | None:
+        return shutil.which(self.executable)
+
+    def is_installed(self) -> bool:
+        return self.executable_path() is not None
+
+    def version(self) -> str | None:
+        return None
+
+    @abstractmethod
+    def sandbox_needs(self) -> SandboxNeeds: ...
+
+    @abstractmethod
+    def command(self, request: AgentRequest) -> CommandSpec: ...
+
+    @abstractmethod
+    def parse_line(self, line: str) -> list[AgentEvent]: ...
+
+    @abstractmethod
+    def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome: ...

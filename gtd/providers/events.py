@@ -1,0 +1,32 @@
+"""The one event model every provider's stream is parsed into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class EventKind(str, Enum):
+    START = "start"  # session started (session_id, model, tools offered)
+    TEXT = "text"  # assistant text
+    TOOL_CALL = "tool_call"  # the model asked to run a tool (tool, tool_input, tool_id)
+    TOOL_RESULT = "tool_result"  # a tool finished (tool_id, text, is_error)
+    END = "end"  # the run finished (usage, cost_usd, is_error)
+    ERROR = "error"  # API or CLI error (text)
+
+
+@dataclass
+class AgentEvent:
+    kind: EventKind
+    text: str | None = None
+    tool: str | None = None
+    tool_input: dict[str, Any] | None = None
+    tool_id: str | None = None
+    is_error: bool = False
+    session_id: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None  # START: tool names the CLI offers, as on the wire
+    usage: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    raw: dict[str, Any] | None = field(default=None, repr=False)
