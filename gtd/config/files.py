@@ -1,0 +1,63 @@
+"""Reading one config file (JSON or TOML) into a plain dict, with errors that name the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import ParseError
+
+from gtd.errors import ConfigError
+
+
+def is_toml(path: Path) -> bool:
+    return path.suffix.lower() == ".toml"
+
+
+def parse_document(path: Path, text: str) -> Any:
+    """Parse text as the file's format. TOML comes back as a tomlkit document (comments kept)."""
+    if is_toml(path):
+        try:
+            return tomlkit.parse(text)
+        except ParseError as exc:
+            raise ConfigError(str(path), "", f"invalid TOML: {exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def to_plain(document: Any) -> Any:
+    """A tomlkit document (or anything else) as plain Python values."""
+    return document.unwrap() if hasattr(document, "unwrap") else document
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's content as a plain dict; a missing or unreadable file is an error naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+    data = to_plain(parse_document(path, text))
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "", f"the top level must be an object, not {type(data).__name__}")
+    return data
+
+
+def dump_document(path: Path, document: Any, *, indent: int = 2) -> str:
+    if is_toml(path):
+        return tomlkit.dumps(document)
+    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+
+
+def detect_json_indent(text: str, default: int = 2) -> int:
+    """Keep the file's own indentation when rewriting it."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(stripped) != len(line):
+            return len(line) - len(stripped)
+    return default

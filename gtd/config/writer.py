@@ -1,0 +1,103 @@
+"""Atomic, format-preserving, concurrency-safe edits of a config file (used by approvals).
+
+An edit re-reads the file under an inter-process lock, applies one change to the parsed
+document (tomlkit for TOML so comments survive; key order kept for JSON), validates the
+result, and replaces the file atomically. An invalid result writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, MutableMapping
+
+import tomlkit
+from filelock import FileLock
+
+from gtd.config.files import detect_json_indent, dump_document, is_toml, parse_document, to_plain
+from gtd.config.validation import strip_legacy_keys, validate_layer
+from gtd.errors import ConfigError
+from gtd.paths import locks_dir
+
+LOCK_TIMEOUT_SECONDS = 30
+
+
+def config_lock(path: Path) -> FileLock:
+    """One lock per config file, kept in gtd's state (never next to the file in the repo)."""
+    directory = locks_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return FileLock(str(directory / f"{digest}.lock"), timeout=LOCK_TIMEOUT_SECONDS)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory + fsync + rename: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], None]) -> None:
+    path = Path(path)
+    with config_lock(path):
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = parse_document(path, text)
+        if not isinstance(to_plain(document), dict):
+            raise ConfigError(str(path), "", "the top level must be an object")
+        mutate(document)
+        plain, _ = strip_legacy_keys(to_plain(document), str(path))
+        validate_layer(plain, str(path))
+        indent = detect_json_indent(text) if text else 2
+        atomic_write(path, dump_document(path, document, indent=indent))
+
+
+def _walk(document: MutableMapping[str, Any], dotted_key: str) -> tuple[MutableMapping[str, Any], str]:
+    """The container holding the last part of the key, creating objects/tables on the way."""
+    *parents, last = dotted_key.split(".")
+    node = document
+    for part in parents:
+        if part not in node:
+            node[part] = tomlkit.table() if isinstance(document, tomlkit.TOMLDocument) else {}
+        node = node[part]
+        if not isinstance(node, MutableMapping):
+            raise ConfigError("", dotted_key, f"'{part}' is not an object")
+    return node, last
+
+
+def set_key(document: MutableMapping[str, Any], dotted_key: str, value: Any) -> None:
+    node, last = _walk(document, dotted_key)
+    node[last] = value
+
+
+def append_unique(document: MutableMapping[str, Any], dotted_key: str, value: Any) -> bool:
+    """Append to a list key unless already there. Returns whether anything changed."""
+    node, last = _walk(document, dotted_key)
+    if last not in node:
+        node[last] = tomlkit.array() if isinstance(document, tomlkit.TOMLDocument) else []
+    if value in to_plain(node[last]):
+        return False
+    node[last].append(value)
+    return True
+
+
+def remove_value(document: MutableMapping[str, Any], dotted_key: str, value: Any) -> bool:
+    """Remove a value from a list key (used for tightening). Returns whether anything changed."""
+    node, last = _walk(document, dotted_key)
+    items = node.get(last)
+    if items is None or value not in to_plain(items):
+        return False
+    items.remove(value)
+    return True
