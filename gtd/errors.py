@@ -29,3 +29,9 @@ class SandboxUnavailable(GtdError):
     """The sandbox is enabled but cannot start; gtd refuses to run unsandboxed."""
 
     exit_code = ExitCode.SANDBOX_UNAVAILABLE
+
+
+class Interrupted(GtdError):
+    """Ctrl-C: the agent and its processes were stopped and nothing was committed."""
+
+    exit_code = ExitCode.INTERRUPTED

@@ -140,6 +140,7 @@ ProviderName = Literal["auto", "scripted", "claude", "opencode", "pi"]
 
 class GtdConfig(ConfigModel):
     schema_url: str | None = Field(None, alias="$schema", description="JSON Schema reference for editors.")
+    comment: str | list[str] | None = Field(None, alias="$comment", description="Free text for people; ignored by gtd.")
     provider: ProviderName = Field("auto", description="Agent CLI to use; `auto` picks the first installed.")
     models: PhaseModels = Field(default_factory=PhaseModels)
     script: str | None = Field(None, description="Script for the `scripted` provider (path); default: the embedded demo.")

@@ -56,10 +56,10 @@ def has_commits(repo: Path) -> bool:
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip() != ""
 
 
-def commit_all(repo: Path, message: str) -> str | None:
+def commit_all(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
     """Stage everything and commit. Returns the new sha, or None if there was nothing to commit."""
     git(repo, "add", "-A")
-    return _commit(repo, message)
+    return _commit(repo, message, allow_empty=allow_empty)
 
 
 def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
@@ -71,10 +71,11 @@ def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
     return git(repo_root, "rev-parse", "HEAD").strip()
 
 
-def _commit(repo: Path, message: str) -> str | None:
-    if has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip():
+def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
+    nothing_staged = has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
+    if nothing_staged and not allow_empty:
         return None
-    git(repo, "commit", "-q", "--allow-empty-message", "-m", message, env=_identity_env(repo))
+    git(repo, "commit", "-q", "--allow-empty", "-m", message, env=_identity_env(repo))
     return git(repo, "rev-parse", "HEAD").strip()
 
 

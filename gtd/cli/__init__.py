@@ -1,0 +1,1 @@
+"""The `gtd` command line (typer)."""

@@ -1,0 +1,78 @@
+"""The `gtd` entry point: the command tree, global error handling and exit codes."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from gtd import __version__
+from gtd.cli import config_cmds, doctor_cmd, options as opt, workflow_cmds
+from gtd.cli.context import stderr
+from gtd.cli.options import RunOptions
+from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
+
+app = typer.Typer(
+    name="gtd",
+    help="Run a coding agent through plan -> build -> learn, every phase inside an OS sandbox.\n\n"
+    "With no command, gtd looks at git state and runs the next step.",
+    no_args_is_help=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"gtd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    run_all: Annotated[bool, typer.Option("--all", help="Keep going until the plan is done or a person is needed.")] = False,
+    provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
+    non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
+    directory: opt.Directory = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    """Run the next step (commit your edits as feedback/fix, then plan, build, learn or clean up)."""
+    if ctx.invoked_subcommand is None:
+        workflow_cmds.next_step(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory), run_all)
+
+
+workflow_cmds.register(app)
+config_cmds.register(app)
+doctor_cmd.register(app)
+
+
+def _register_optional() -> None:
+    """Command groups owned by the sandbox and escalation layers."""
+    from gtd.cli import escalation_cmds, sandbox_cmd
+
+    sandbox_cmd.register(app)
+    escalation_cmds.register(app)
+
+
+try:
+    _register_optional()
+except ImportError:  # TEMP until the sandbox/escalation layers land
+    pass
+
+
+def main() -> None:
+    """Run the CLI; gtd's own errors become a one-line message and their documented exit code."""
+    try:
+        app()
+    except GtdError as exc:
+        stderr.print(f"[red]gtd: error:[/red] {escape(str(exc))}", highlight=False)
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        stderr.print("\n[yellow]interrupted[/yellow]")
+        sys.exit(int(ExitCode.INTERRUPTED))

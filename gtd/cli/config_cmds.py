@@ -1,0 +1,121 @@
+"""`gtd config show|schema` and `gtd init`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gtd.cli import options as opt
+from gtd.cli.context import load, stderr, stdout
+from gtd.cli.options import RunOptions
+from gtd.config.merge import leaf_keys
+from gtd.config.schema import GtdConfig
+from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+
+config_app = typer.Typer(help="Show the effective config or its JSON Schema.", no_args_is_help=True)
+
+USER_TEMPLATE = """\
+# gtd user config: applies to every project (a project's .gtdrc.json overrides it).
+# Every key: `gtd config schema`. Effective values and where they come from: `gtd config show --origin`.
+
+# provider = "auto"          # auto | scripted | claude | opencode | pi
+
+# [models]                   # model per phase, as the provider names it
+# plan = "..."
+# build = "..."
+
+# [sandbox.levels.network]   # lists add up across layers; a deny anywhere wins
+# allowDomains = ["pypi.org:443"]
+"""
+
+PROJECT_COMMENT = [
+    "gtd project config, shared with the team (lists add up with your user config; a deny anywhere wins).",
+    "Every key: `gtd config schema`. Effective values and their origin: `gtd config show --origin`.",
+    "Entries that loosen the sandbox apply only after each user runs `gtd trust`.",
+]
+
+
+def _guess_test_command(root: Path) -> str | None:
+    if (root / "pyproject.toml").exists() or (root / "setup.py").exists() or (root / "tests").is_dir():
+        return "python3 -m pytest -q"
+    if (root / "package.json").exists():
+        return "npm test"
+    if (root / "Cargo.toml").exists():
+        return "cargo test"
+    if (root / "go.mod").exists():
+        return "go test ./..."
+    return None
+
+
+@config_app.command("show")
+def show(
+    origin: Annotated[bool, typer.Option("--origin", help="Also show which layer (file) each value came from.")] = False,
+    json_out: opt.JsonOut = False,
+    directory: opt.Directory = None,
+    provider: opt.Provider = None,
+    model: opt.Model = None,
+) -> None:
+    """Print the effective config (defaults < user < project < flags)."""
+    loaded = load(RunOptions(provider=provider, model=model, directory=directory))
+    values = loaded.config.model_dump(by_alias=True, mode="json", exclude={"schema_url"})
+    origins = loaded.origins()
+    if json_out:
+        payload: dict[str, Any] = {"config": values, "files": [str(f) for f in loaded.files], "warnings": loaded.warnings}
+        if origin:
+            payload["origins"] = origins
+        stdout.print_json(json.dumps(payload))
+        return
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("key")
+    table.add_column("value")
+    if origin:
+        table.add_column("from", style="dim")
+    for key, value in leaf_keys(values).items():
+        row = [key, escape(json.dumps(value))]
+        if origin:
+            row.append(escape(origins.get(key, "defaults")))
+        table.add_row(*row)
+    stdout.print(table)
+
+
+@config_app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of the config (use it as `$schema` in .gtdrc.json)."""
+    document = GtdConfig.model_json_schema(by_alias=True, mode="validation")
+    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    document["title"] = "gtd configuration"
+    print(json.dumps(document, indent=2))
+
+
+def init(
+    user: Annotated[bool, typer.Option("--user", help="Scaffold the user config instead of the project's .gtdrc.json.")] = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Scaffold a minimal, commented config. Never overwrites an existing file."""
+    from gtd.config.loader import find_repo_root
+    from gtd.config.writer import atomic_write
+
+    if user:
+        path = user_config_file()
+        text = USER_TEMPLATE
+    else:
+        cwd = (directory or Path.cwd()).resolve()
+        root = find_repo_root(cwd) or cwd
+        path = root / PROJECT_CONFIG_NAME
+        content: dict[str, Any] = {"$comment": PROJECT_COMMENT, "provider": "auto", "testCommand": _guess_test_command(root)}
+        text = json.dumps(content, indent=2) + "\n"
+    if path.exists():
+        stderr.print(f"{escape(str(path))} already exists; left unchanged.")
+        return
+    atomic_write(path, text)
+    stderr.print(f"wrote {escape(str(path))}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(config_app, name="config")
+    app.command("init")(init)

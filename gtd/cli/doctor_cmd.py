@@ -1,0 +1,69 @@
+"""`gtd doctor`: can gtd run here, and if not, what to do about it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gtd.cli import options as opt
+from gtd.cli.context import stdout
+from gtd.cli.options import RunOptions
+from gtd.exitcodes import ExitCode
+
+
+def _check(name: str, ok: bool, detail: str, fix: str = "", required: bool = True) -> dict:
+    return {"name": name, "ok": ok, "detail": detail, "fix": fix, "required": required}
+
+
+def collect(directory=None) -> list[dict]:
+    from gtd.errors import GtdError
+    from gtd.providers.registry import provider_report
+    from gtd.sandbox.doctor import sandbox_checks
+
+    checks = [
+        _check("python", sys.version_info >= (3, 11), sys.version.split()[0], "install Python 3.11+"),
+        _check("git", shutil.which("git") is not None, shutil.which("git") or "not found", "install git"),
+    ]
+    try:
+        from gtd.cli.context import load
+
+        loaded = load(RunOptions(directory=directory))
+        checks.append(_check("config", True, ", ".join(str(f) for f in loaded.files) or "defaults only"))
+        sandbox_enabled = loaded.config.sandbox.enabled
+    except GtdError as exc:
+        checks.append(_check("config", False, str(exc), "fix the file named above"))
+        sandbox_enabled = True
+    for check in sandbox_checks():
+        check.setdefault("required", sandbox_enabled)
+        checks.append(check)
+    for provider in provider_report():
+        detail = f"{provider.get('version') or ''} {provider.get('path') or ''}".strip() or "not installed"
+        checks.append(_check(f"provider {provider['name']}", bool(provider["installed"]), detail,
+                             provider.get("fix", ""), required=False))
+    return checks
+
+
+def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> None:
+    """Check the sandbox, the agent CLIs and the config; explain how to fix what is missing."""
+    checks = collect(directory)
+    failed = [c for c in checks if c["required"] and not c["ok"]]
+    if json_out:
+        stdout.print_json(json.dumps({"ok": not failed, "checks": checks}))
+    else:
+        table = Table(box=None, show_header=False)
+        for check in checks:
+            mark = "[green]ok[/green]" if check["ok"] else ("[red]FAIL[/red]" if check["required"] else "[yellow]--[/yellow]")
+            fix = f"\n[dim]fix: {escape(check['fix'])}[/dim]" if check["fix"] and not check["ok"] else ""
+            table.add_row(mark, escape(check["name"]), escape(str(check["detail"])) + fix)
+        stdout.print(table)
+    if failed:
+        raise typer.Exit(ExitCode.SANDBOX_UNAVAILABLE if any(c["name"].startswith("sandbox") for c in failed) else ExitCode.FAILURE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

@@ -1,0 +1,47 @@
+"""Options shared by the commands that run the agent, so every one of them accepts the same flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gtd.config.schema import Level
+
+Provider = Annotated[Optional[str], typer.Option("--provider", "-p", help="Agent CLI: auto, scripted, claude, opencode, pi.")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Model for every phase (overrides config).")]
+LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Run at this sandbox level instead of the phase's configured one (logged).")]
+NonInteractive = Annotated[bool, typer.Option("--non-interactive", help="Never ask: deny escalations, save them for `gtd approve`, exit 4.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's text.")]
+Directory = Annotated[Optional[Path], typer.Option("--directory", "-C", help="Run as if started in this directory.")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+@dataclass
+class RunOptions:
+    provider: str | None = None
+    model: str | None = None
+    level: Level | None = None
+    non_interactive: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    directory: Path | None = None
+
+    @property
+    def verbosity(self) -> int:
+        return -1 if self.quiet else (1 if self.verbose else 0)
+
+    def config_flags(self) -> dict:
+        """The command-line layer of the config."""
+        flags: dict = {}
+        if self.provider:
+            flags["provider"] = self.provider
+        if self.model:
+            flags["models"] = {"plan": self.model, "build": self.model, "learn": self.model}
+        return flags
+
+    def cwd(self) -> Path:
+        return (self.directory or Path.cwd()).resolve()

@@ -1,0 +1,123 @@
+"""`gtd`, `gtd plan`, `gtd build`, `gtd learn`: run the workflow."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from gtd.cli import options as opt
+from gtd.cli.context import run_context, stdout
+from gtd.cli.options import RunOptions
+from gtd.errors import Interrupted
+from gtd.exitcodes import ExitCode
+
+
+@contextmanager
+def workflow(options: RunOptions) -> Iterator:
+    """A RunContext whose headless escalations end the command with exit 4 and JSON on stdout."""
+    from gtd.workflow.phase_agent import EscalationPending
+
+    ctx = run_context(options)
+    try:
+        yield ctx
+    except EscalationPending:
+        pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
+        stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
+                                      "hint": "run `gtd approve` in a terminal, then run gtd again"}))
+        ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
+        raise typer.Exit(ExitCode.ESCALATION_PENDING) from None
+    except KeyboardInterrupt:
+        ctx.audit.record("interrupted")
+        raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
+                          "(any partial changes are left uncommitted in the work tree)") from None
+
+
+def next_step(options: RunOptions, run_all: bool) -> None:
+    from gtd.workflow.engine import run_next, run_until_blocked
+
+    with workflow(options) as ctx:
+        if run_all:
+            run_until_blocked(ctx, max_steps=ctx.config.max_build_steps + 4)
+        else:
+            run_next(ctx)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("plan")
+    def plan_cmd(
+        goal: Annotated[Optional[str], typer.Argument(help="What you want done (appended to TODO.md as the seed).")] = None,
+        provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
+        non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
+        directory: opt.Directory = None,
+    ) -> None:
+        """Run the plan phase: the agent writes TODO.md; gtd checks it and commits."""
+        from gtd.workflow.plan import plan
+
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+            plan(ctx, goal)
+
+    @app.command("build")
+    def build_cmd(
+        one: Annotated[bool, typer.Option("--one", help="Build only the next item (package) and stop.")] = False,
+        provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
+        non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
+        directory: opt.Directory = None,
+    ) -> None:
+        """Run the build phase: item by item, tests after each, gtd ticks and commits (capped by maxBuildSteps)."""
+        from gtd.workflow.build import build, build_step
+
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+            build_step(ctx) if one else build(ctx)
+
+    @app.command("learn")
+    def learn_cmd(
+        provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
+        non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
+        directory: opt.Directory = None,
+    ) -> None:
+        """Run the learn phase: merge the plan's learnings into AGENTS.md, then remove TODO.md."""
+        from gtd.workflow.learn import learn
+
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+            learn(ctx)
+
+    app.command("demo")(demo)
+
+
+DEMO_GOAL = """# Greeting tool
+
+A tiny greeting module with a command line, tested with unittest.
+"""
+
+
+def demo(
+    keep: Annotated[Optional[str], typer.Option("--keep", help="Create the demo repository here instead of a temp dir.")] = None,
+    quiet: opt.Quiet = False, verbose: opt.Verbose = False,
+) -> None:
+    """Run the whole workflow offline on a temp repo: scripted agent, real sandbox, real commits."""
+    import tempfile
+    from pathlib import Path
+
+    from gtd.workflow import git
+    from gtd.workflow.engine import run_until_blocked
+
+    repo = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="gtd-demo-"))
+    repo.mkdir(parents=True, exist_ok=True)
+    git.git(repo, "init", "-q")
+    (repo / "README.md").write_text("# demo\n")
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "testCommand": "python3 -m unittest -q"}, indent=2) + "\n")
+    git.commit_all(repo, "initial commit")
+    (repo / "TODO.md").write_text(DEMO_GOAL)
+    with workflow(RunOptions(provider="scripted", quiet=quiet, verbose=verbose, directory=repo)) as ctx:
+        run_until_blocked(ctx, max_steps=10)
+        violations = [e for e in ctx.audit.read() if e.get("event") == "violation"]
+    stdout.print(f"\n[bold]Demo repository:[/bold] {repo}")
+    stdout.print(git.git(repo, "log", "--format=  %h %s"), end="", highlight=False, markup=False)
+    if violations:
+        stdout.print("[bold]Refused by the sandbox (from the audit log):[/bold]")
+        for event in violations:
+            stdout.print(f"  {event.get('kind')} {event.get('target')} ({event.get('detail') or event.get('level')})",
+                         highlight=False, markup=False)

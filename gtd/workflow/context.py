@@ -1,0 +1,42 @@
+"""Everything one gtd invocation needs to run phases: repo, config, provider, escalator, audit, output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gtd.audit import AuditLog
+from gtd.config.loader import LoadedConfig
+from gtd.config.schema import GtdConfig, Level, Phase
+from gtd.escalation.escalator import Escalator
+from gtd.providers.base import Provider
+from gtd.workflow.progress import Progress
+
+
+@dataclass
+class RunContext:
+    repo: Path
+    loaded: LoadedConfig
+    provider: Provider
+    escalator: Escalator
+    audit: AuditLog
+    progress: Progress
+    reload_config: Callable[[], LoadedConfig]
+    level_override: Level | None = None  # --level on the command line (explicit, so honoured and logged)
+    once_levels: dict[Phase, Level] = field(default_factory=dict)  # "allow once" level approvals
+
+    @property
+    def config(self) -> GtdConfig:
+        return self.loaded.config
+
+    def refresh_config(self) -> None:
+        """Re-read config after an approval was saved, so saved rules apply right away."""
+        self.loaded = self.reload_config()
+
+    def level_for(self, phase: Phase) -> Level:
+        if self.level_override is not None:
+            return self.level_override
+        configured = self.config.sandbox.phases.for_phase(phase)
+        once = self.once_levels.get(phase)
+        return once if once is not None and configured.rank < once.rank else configured

@@ -1,0 +1,214 @@
+"""Run the agent (and the test command) for one phase inside the sandbox.
+
+When the agent hits the boundary, the hit becomes a concrete escalation request; the
+escalator (a person, a saved rule, or the headless policy) decides, and the phase goes
+on at the approved boundary, resuming the agent's session where the provider can.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+from gtd.config.schema import Level, Phase
+from gtd.errors import GtdError
+from gtd.escalation.escalator import Decision
+from gtd.escalation.request import EscalationRequest
+from gtd.exitcodes import ExitCode
+from gtd.prompts import render
+from gtd.providers.base import AgentRequest
+from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.guard import ForbiddenToolUsed
+from gtd.providers.runner import AgentResult, run_agent
+from gtd.sandbox.policy import SandboxPolicy, build_policy
+from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
+from gtd.sandbox.violations import denied_write_paths
+from gtd.workflow.context import RunContext
+
+MAX_ESCALATION_ROUNDS = 5
+
+
+class EscalationPending(GtdError):
+    """Headless run hit the boundary: requests were denied and saved for `gtd approve`."""
+
+    exit_code = ExitCode.ESCALATION_PENDING
+
+
+@dataclasses.dataclass
+class TestRun:
+    passed: bool
+    output: str
+    exit_code: int | None
+
+
+class PhaseAgent:
+    def __init__(self, ctx: RunContext, phase: Phase):
+        self.ctx = ctx
+        self.phase = phase
+        self.session_id: str | None = None
+        self.once_writable: list[Path] = []  # paths approved "once" for this phase
+        self.once_domains: list[str] = []  # domains approved "once" for this phase
+
+    @property
+    def level(self) -> Level:
+        return self.ctx.level_for(self.phase)
+
+    def policy(self) -> SandboxPolicy:
+        policy = build_policy(self.ctx.config, workspace=self.ctx.repo, phase=self.phase, level=self.level,
+                              needs=self.ctx.provider.sandbox_needs())
+        if self.once_writable or self.once_domains:
+            policy = dataclasses.replace(policy, writable=tuple(policy.writable) + tuple(self.once_writable),
+                                         allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
+        return policy
+
+    def _open(self, policy: SandboxPolicy) -> SandboxSession:
+        session = open_sandbox(policy, network_decider=self.ctx.escalator.network_decider,
+                               on_violation=self._record_violation)
+        if getattr(session, "unsandboxed", False):
+            self.ctx.progress.warn(f"{self.phase.value}: running WITHOUT the sandbox (level {policy.level.value}, by explicit config)")
+            self.ctx.audit.record("unsandboxed_run", phase=self.phase.value, level=policy.level.value)
+        return session
+
+    def _record_violation(self, violation: Violation) -> None:
+        self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,
+                              level=violation.level.value, detail=violation.detail)
+        self.ctx.progress.warn(f"sandbox refused {violation.kind} {violation.target}")
+
+    # -- the agent ----------------------------------------------------------------------------
+
+    def ask(self, prompt: str, *, system_prompt: str, editable_paths: list[str] | None) -> AgentResult:
+        """One prompt, continued through any approved escalations until the agent finishes."""
+        for _ in range(MAX_ESCALATION_ROUNDS):
+            policy = self.policy()
+            request = AgentRequest(phase=self.phase, prompt=prompt, cwd=self.ctx.repo, system_prompt=system_prompt,
+                                   model=self.ctx.config.models.for_phase(self.phase), resume_session=self.session_id,
+                                   editable_paths=editable_paths)
+            self.ctx.audit.record("agent_run", phase=self.phase.value, level=policy.level.value,
+                                  provider=self.ctx.provider.name, resume=self.session_id)
+            denied: list[tuple[str, AgentEvent]] = []
+            calls: dict[str, AgentEvent] = {}
+
+            def on_event(event: AgentEvent) -> None:
+                self.ctx.progress.event(event)
+                if event.kind == EventKind.TOOL_CALL and event.tool_id:
+                    calls[event.tool_id] = event
+                if event.kind == EventKind.TOOL_RESULT and event.is_error:
+                    for path in denied_write_paths(event.text or ""):
+                        denied.append((path, calls.get(event.tool_id or "", event)))
+
+            with self._open(policy) as session:
+                result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts, on_event=on_event)
+            self.session_id = result.session_id or self.session_id
+            self._check_stopped(result)
+            requests = self._write_requests(policy, denied)
+            self._stop_if_headless_denied()
+            if not requests:
+                if not result.ok:
+                    raise GtdError(f"the agent ({self.ctx.provider.name}) failed in {self.phase.value}: {result.error}")
+                return result
+            granted = self._decide(requests)
+            self._stop_if_headless_denied()
+            if not granted:
+                return result
+            prompt = render("resume_after_escalation", blocked=", ".join(r.target for r in requests),
+                            decision="allowed " + ", ".join(granted))
+        raise GtdError(f"{self.phase.value}: stopped after {MAX_ESCALATION_ROUNDS} escalation rounds")
+
+    def _check_stopped(self, result: AgentResult) -> None:
+        if result.stopped == "forbidden_tool":
+            self.ctx.audit.record("forbidden_tool", phase=self.phase.value, tool=result.forbidden_tool)
+            raise ForbiddenToolUsed(
+                f"the agent called the interactive tool '{result.forbidden_tool}', which can never run headless; "
+                "gtd stopped it")
+        if result.stopped in ("inactivity_timeout", "run_timeout"):
+            from gtd.providers.guard import AgentTimeout
+
+            raise AgentTimeout(f"the agent was stopped: {result.stopped.replace('_', ' ')}")
+
+    def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent]]) -> list[EscalationRequest]:
+        """Denied writes: protected paths are only violations (never grantable); others become requests."""
+        requests, seen = [], set()
+        for raw_path, call in denied:
+            path = (self.ctx.repo / raw_path).resolve() if not raw_path.startswith("/") else Path(raw_path)
+            if path in seen:
+                continue
+            seen.add(path)
+            protected = any(path == p or p in path.parents for p in policy.protected)
+            self._record_violation(Violation(kind="write", target=str(path), level=policy.level,
+                                             time=_now(), detail="protected path" if protected else ""))
+            if protected:
+                continue
+            requests.append(EscalationRequest.create(kind="path", target=str(path), phase=self.phase, level=policy.level,
+                                                     reason=f"{call.tool or 'tool'} call: {_short(call.tool_input)}"))
+        return requests
+
+    def _decide(self, requests: list[EscalationRequest]) -> list[str]:
+        granted = []
+        for request in requests:
+            decision = self.ctx.escalator.decide(request)
+            if decision == Decision.DENY:
+                continue
+            granted.append(request.target)
+            if decision == Decision.ONCE:
+                if request.kind == "path":
+                    self.once_writable.append(Path(request.target))
+                elif request.kind == "domain":
+                    self.once_domains.append(request.target)
+                elif request.kind == "level" and request.requested_level:
+                    self.ctx.once_levels[self.phase] = request.requested_level
+            else:
+                self.ctx.refresh_config()
+        return granted
+
+    def _stop_if_headless_denied(self) -> None:
+        if self.ctx.escalator.headless_denied:
+            raise EscalationPending(f"{self.phase.value} needs approval: run `gtd approve`")
+
+    # -- the test command ---------------------------------------------------------------------
+
+    def run_tests(self, command: str) -> TestRun:
+        """Run the configured test command through a shell, sandboxed at this phase's level."""
+        from gtd.escalation.escalator import network_error_domains
+
+        for _ in range(MAX_ESCALATION_ROUNDS):
+            policy = self.policy()
+            with self._open(policy) as session:
+                try:
+                    done = session.run(["/bin/sh", "-c", command], cwd=self.ctx.repo,
+                                       timeout=self.ctx.config.test_timeout_seconds)
+                except subprocess.TimeoutExpired as exc:
+                    output = _text(exc.stdout) + _text(exc.stderr)
+                    return TestRun(False, output + f"\n[gtd] test command timed out after {exc.timeout:.0f}s", None)
+            output = _text(done.stdout) + _text(done.stderr)
+            self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode)
+            if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
+                return TestRun(done.returncode == 0, output, done.returncode)
+            domains = network_error_domains(output)
+            if not domains:
+                return TestRun(False, output, done.returncode)
+            requests = [EscalationRequest.create(kind="domain", target=f"{host}:{port}", phase=self.phase,
+                                                 level=policy.level, reason=f"test command `{command}` failed with a network error")
+                        for host, port in domains]
+            granted = self._decide(requests)
+            self._stop_if_headless_denied()
+            if not granted:
+                return TestRun(False, output, done.returncode)
+        return TestRun(False, output, done.returncode)
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _short(value: object, limit: int = 200) -> str:
+    text = " ".join(str(value or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data

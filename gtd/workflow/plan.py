@@ -1,0 +1,62 @@
+"""The plan phase: the agent writes TODO.md; gtd checks its structure, re-prompts, commits."""
+
+from __future__ import annotations
+
+from gtd.config.schema import Phase
+from gtd.errors import GtdError
+from gtd.prompts import render
+from gtd.workflow import git
+from gtd.workflow.context import RunContext
+from gtd.workflow.phase_agent import PhaseAgent
+from gtd.workflow.steps import Step, commit_human_edits, marker_lines, message
+from gtd.workflow.todo import TODO_FILE, read_todo
+
+AGENTS_FILE = "AGENTS.md"
+
+
+def read_text(ctx: RunContext, name: str, missing: str = "(none yet)") -> str:
+    path = ctx.repo / name
+    return path.read_text(encoding="utf-8") if path.exists() else missing
+
+
+def feedback_since_plan(ctx: RunContext) -> str:
+    """The person's feedback commits since the last plan, as a diff the agent can read."""
+    log = git.git(ctx.repo, "log", "--format=%H %s", "-50", check=False).splitlines()
+    shas = []
+    for line in log:
+        sha, _, subject = line.partition(" ")
+        if subject.startswith("📝"):
+            break
+        if subject.startswith("💬"):
+            shas.append(sha)
+    if not shas:
+        return "(none)"
+    return "\n".join(git.git(ctx.repo, "show", "--format=%s", sha, check=False)[:8000] for sha in shas)
+
+
+def plan(ctx: RunContext, goal: str | None = None) -> str:
+    """Run the plan phase. Returns the commit sha."""
+    if goal:
+        todo_path = ctx.repo / TODO_FILE
+        existing = todo_path.read_text(encoding="utf-8") if todo_path.exists() else ""
+        todo_path.write_text(existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n", encoding="utf-8")
+    commit_human_edits(ctx.repo)
+    ctx.progress.phase("plan", f"(level {ctx.level_for(Phase.PLAN).value}, provider {ctx.provider.name})")
+    agent = PhaseAgent(ctx, Phase.PLAN)
+    prompt = render("plan", goal=f"Goal: {goal}" if goal else "Refine the plan in TODO.md.",
+                    todo=read_text(ctx, TODO_FILE), feedback=feedback_since_plan(ctx),
+                    markers="\n".join(marker_lines(ctx.repo)) or "(none)", agents=read_text(ctx, AGENTS_FILE))
+    system = render("system_plan")
+    for attempt in range(ctx.config.plan_retries + 1):
+        agent.ask(prompt, system_prompt=system, editable_paths=[TODO_FILE])
+        todo = read_todo(ctx.repo)
+        errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
+        if not errors:
+            sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))
+            ctx.audit.record("step", step="plan", commit=sha)
+            ctx.progress.info(f"[green]✓ plan[/green] {len(todo.items)} item(s) in {TODO_FILE}")
+            return sha
+        ctx.progress.warn(f"{TODO_FILE} is not valid yet (attempt {attempt + 1}): {'; '.join(errors)}")
+        prompt = render("plan_fix", errors="\n".join(f"- {e}" for e in errors))
+    raise GtdError(f"the plan is still not valid after {ctx.config.plan_retries + 1} attempt(s): {'; '.join(errors)}. "
+                   f"Edit {TODO_FILE} yourself or run `gtd plan` again; nothing was committed.")
