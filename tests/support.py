@@ -1,0 +1,18 @@
+"""Helpers for tests (importable as `support` thanks to pytest's pythonpath setting)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The real `gtd` entry point in a subprocess (stdin closed: a headless run)."""
+    return subprocess.run([sys.executable, "-m", "gtd", *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)

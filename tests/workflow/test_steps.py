@@ -1,0 +1,130 @@
+"""Inferring the next step from git state, and classifying a person's uncommitted edits."""
+
+from __future__ import annotations
+
+from support import git
+
+from gtd.workflow.steps import Next, Step, classify_human_edits, commit_human_edits, infer_next, message
+
+PLAN = """# Goal
+
+## Action items
+- [ ] one
+  - Tests: t1
+- [ ] two
+  - Tests: t2
+
+## Open questions
+
+## Learnings
+- l
+"""
+
+
+def commit(repo, step: Step | None, subject: str, files: dict[str, str | None]):
+    for name, content in files.items():
+        path = repo / name
+        if content is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message(step, subject) if step else subject)
+
+
+def subjects(repo):
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def test_nothing_to_do_without_todo(repo):
+    assert infer_next(repo).next == Next.IDLE
+
+
+def test_seed_leads_to_plan(repo):
+    commit(repo, Step.FEEDBACK, "seed: Goal", {"TODO.md": "# Goal\nmake it\n"})
+    assert infer_next(repo).next == Next.PLAN
+
+
+def test_after_plan_build_then_learn_then_cleanup(repo):
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": PLAN})
+    assert infer_next(repo).next == Next.BUILD
+    commit(repo, Step.BUILD, "one", {"TODO.md": PLAN.replace("- [ ] one", "- [x] one")})
+    assert infer_next(repo).next == Next.BUILD
+    commit(repo, Step.BUILD, "two", {"TODO.md": PLAN.replace("- [ ]", "- [x]")})
+    assert infer_next(repo).next == Next.LEARN
+    commit(repo, Step.LEARN, "Goal", {"AGENTS.md": "notes\n"})
+    assert infer_next(repo).next == Next.CLEANUP
+    commit(repo, Step.CLEANUP, "remove TODO.md", {"TODO.md": None})
+    assert infer_next(repo).next == Next.IDLE
+
+
+def test_fix_and_config_commits_do_not_change_the_step(repo):
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": PLAN})
+    commit(repo, Step.FIX, "typo", {"README.md": "# fixed\n"})
+    commit(repo, Step.CONFIG, "allow x", {".gtdrc.json": "{}"})
+    assert infer_next(repo).next == Next.BUILD
+
+
+def test_feedback_after_build_replans(repo):
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": PLAN})
+    commit(repo, Step.FEEDBACK, "TODO.md", {"TODO.md": PLAN + "\nplease also do three\n"})
+    assert infer_next(repo).next == Next.PLAN
+
+
+def test_open_questions_wait_for_a_person(repo):
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": PLAN.replace("## Open questions\n", "## Open questions\n- Which DB?\n")})
+    assert infer_next(repo).next == Next.ANSWER_QUESTIONS
+
+
+def test_invalid_plan_is_planned_again(repo):
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": "# Goal\n- [ ] no sections\n"})
+    assert infer_next(repo).next == Next.PLAN
+
+
+def test_todo_edit_is_feedback_and_a_new_todo_is_a_seed(repo):
+    (repo / "TODO.md").write_text("# Build a thing\n")
+    edits = commit_human_edits(repo)
+    assert edits.step == Step.FEEDBACK and edits.seed
+    assert subjects(repo)[0] == "💬 feedback: seed: Build a thing"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_code_with_todo_marker_is_feedback(repo):
+    (repo / "app.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    (repo / "app.py").write_text("x = 1\n# TODO: handle negative numbers\n")
+    edits = classify_human_edits(repo)
+    assert edits.step == Step.FEEDBACK and not edits.seed
+
+
+def test_new_file_with_fixme_is_feedback(repo):
+    (repo / "new.py").write_text("# FIXME: this is wrong\n")
+    assert classify_human_edits(repo).step == Step.FEEDBACK
+
+
+def test_plain_code_edit_is_a_fix(repo):
+    (repo / "README.md").write_text("# project\nbetter words\n")
+    edits = commit_human_edits(repo)
+    assert edits.step == Step.FIX
+    assert subjects(repo)[0] == "🔧 fix: README.md"
+
+
+def test_removing_a_todo_marker_is_not_feedback(repo):
+    (repo / "app.py").write_text("# TODO: old note\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    (repo / "app.py").write_text("done = True\n")
+    assert classify_human_edits(repo).step == Step.FIX
+
+
+def test_no_edits_commits_nothing(repo):
+    before = subjects(repo)
+    assert commit_human_edits(repo) is None
+    assert subjects(repo) == before
