@@ -1,0 +1,93 @@
+"""`gtd config`, `gtd init` and error reporting through the real entry point."""
+
+from __future__ import annotations
+
+import json
+
+from support import run_gtd
+
+from gtd.paths import user_config_dir
+
+
+def test_config_show_json_with_origins(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"testRetries": 4}))
+    result = run_gtd("config", "show", "--json", "--origin", "--provider", "pi", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["config"]["testRetries"] == 4
+    assert data["config"]["provider"] == "pi"
+    assert data["origins"]["testRetries"] == f"project ({repo / '.gtdrc.json'})"
+    assert data["origins"]["provider"] == "command line"
+    assert data["files"] == [str(repo / ".gtdrc.json")]
+
+
+def test_config_show_table_names_origins(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
+    result = run_gtd("config", "show", "--origin", cwd=repo, env={"COLUMNS": "250"})
+    assert result.returncode == 0
+    line = next(l for l in result.stdout.splitlines() if l.strip().startswith("testCommand"))
+    assert '"make check"' in line and ".gtdrc.json" in line
+
+
+def test_invalid_config_exits_2_naming_file_key_reason(repo):
+    (repo / ".gtdrc.json").write_text('{"sandbox": {"enabled": "sometimes"}}')
+    for args in (["config", "show"], ["build"], []):
+        result = run_gtd(*args, cwd=repo)
+        assert result.returncode == 2, (args, result.stderr)
+        message = " ".join(result.stderr.split())
+        assert str(repo / ".gtdrc.json") in message
+        assert "sandbox.enabled" in message
+        assert "valid boolean" in message
+
+
+def test_schema_is_json_schema_with_camel_case_keys(repo):
+    result = run_gtd("config", "schema", cwd=repo)
+    schema = json.loads(result.stdout)
+    assert schema["$schema"].startswith("https://json-schema.org/")
+    assert {"testCommand", "testRetries", "sandbox", "$schema"} <= set(schema["properties"])
+    assert schema["additionalProperties"] is False
+
+
+def test_init_scaffolds_and_never_overwrites(repo):
+    (repo / "pyproject.toml").write_text("[project]\nname='x'\n")
+    first = run_gtd("init", cwd=repo)
+    assert first.returncode == 0
+    data = json.loads((repo / ".gtdrc.json").read_text())
+    assert data["testCommand"] == "python3 -m pytest -q"
+    assert data["$comment"]
+    (repo / ".gtdrc.json").write_text('{"provider": "pi"}')
+    again = run_gtd("init", cwd=repo)
+    assert again.returncode == 0
+    assert "already exists" in again.stderr
+    assert (repo / ".gtdrc.json").read_text() == '{"provider": "pi"}'
+    # the scaffold itself is valid config
+    assert run_gtd("config", "show", cwd=repo).returncode == 0
+
+
+def test_init_user_writes_commented_toml(repo):
+    result = run_gtd("init", "--user", cwd=repo)
+    assert result.returncode == 0
+    text = (user_config_dir() / "config.toml").read_text()
+    assert text.startswith("# gtd user config")
+    assert run_gtd("config", "show", cwd=repo).returncode == 0
+
+
+def test_legacy_key_warns_but_runs(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"agentForbiddenTools": ["Bash"]}))
+    result = run_gtd("config", "show", "--json", cwd=repo)
+    assert result.returncode == 0
+    assert "agentForbiddenTools" in result.stderr
+
+
+def test_every_command_has_help(repo):
+    for args in ([], ["plan"], ["build"], ["learn"], ["init"], ["config"], ["config", "show"], ["doctor"],
+                 ["demo"], ["sandbox"], ["approve"], ["audit"], ["trust"]):
+        result = run_gtd(*args, "--help", cwd=repo)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Usage" in result.stdout
+
+
+def test_not_a_git_repo_is_a_usage_error(tmp_path):
+    result = run_gtd("build", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not inside a git repository" in result.stderr

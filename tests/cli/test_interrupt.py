@@ -1,0 +1,62 @@
+"""Ctrl-C in a terminal: the agent and its children stop, gtd exits 130, nothing is committed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pexpect
+import pytest
+from support import git
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+PLAN = """# Slow
+
+## Action items
+- [ ] Take a long time
+  - Tests: none
+
+## Open questions
+
+## Learnings
+"""
+
+
+def agent_processes(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
+    marker = "sleep 417.25"
+    script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
+              "build": [{"actions": [{"write": {"path": "half.txt", "content": "partial"}},
+                                     {"shell": f"{marker} & {marker}"}]}]}
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(repo.parent / "script.json")}))
+    (repo / "TODO.md").write_text("# Slow\n")
+    subprocess.run([sys.executable, "-m", "gtd", "plan"], cwd=repo, check=True, capture_output=True)
+    before = git(repo, "log", "--format=%s")
+
+    child = pexpect.spawn(sys.executable, ["-m", "gtd", "build"], cwd=str(repo), encoding="utf-8", timeout=60)
+    child.expect("sleep 417")  # the tool call is shown as it happens
+    deadline = time.monotonic() + 20
+    while not agent_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert agent_processes(marker), "the agent's shell command should be running"
+    child.sendintr()
+    child.expect("interrupted")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+
+    deadline = time.monotonic() + 10
+    while agent_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert agent_processes(marker) == []  # the whole process group is gone, background child included
+    assert git(repo, "log", "--format=%s") == before  # nothing committed
+    assert (repo / "half.txt").exists()  # partial work left for the person to keep or discard

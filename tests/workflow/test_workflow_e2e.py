@@ -1,0 +1,163 @@
+"""The whole workflow, end to end, on the scripted provider inside the real sandbox, via the real CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import git, run_gtd
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+PLAN = """# Counter
+
+## Action items
+- [ ] Add count.py with add(a, b)
+  - Tests: test_count.py
+
+## Open questions
+
+## Learnings
+- Use unittest.
+"""
+
+TEST_FILE = """import unittest
+from count import add
+
+
+class T(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+"""
+
+
+def write_script(repo: Path, build_turns: list[dict], plan: str = PLAN) -> Path:
+    script = {
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content": plan}}]}],
+        "build": build_turns,
+        "learn": [{"actions": [{"write": {"path": "AGENTS.md", "content": "# Notes\n- Use unittest.\n"}}]}],
+    }
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(script))
+    return path
+
+
+def setup_repo(repo: Path, script: Path, test_command: str = "python3 -m unittest -q") -> None:
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script),
+                                                  "testCommand": test_command, "testRetries": 1}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "configure gtd")
+
+
+def subjects(repo: Path) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def test_plan_build_learn_cleanup_with_real_commits(repo):
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                        {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [good]))
+    (repo / "TODO.md").write_text("# Counter\nadd numbers\n")
+
+    result = run_gtd("--all", cwd=repo)
+    assert result.returncode == 0, result.stderr
+
+    assert subjects(repo)[:5] == [
+        "🧹 cleanup: remove TODO.md (Counter)",
+        "📚 learn: Counter",
+        "🔨 build: Add count.py with add(a, b)",
+        "📝 plan: Counter",
+        "💬 feedback: seed: Counter",
+    ]
+    assert not (repo / "TODO.md").exists()
+    assert "Use unittest" in (repo / "AGENTS.md").read_text()
+    # gtd (not the agent) ticked the item in the build commit
+    built = git(repo, "show", "HEAD~2:TODO.md")
+    assert "- [x] Add count.py with add(a, b)" in built
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_next_step_runs_one_step_at_a_time(repo):
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                        {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [good]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd(cwd=repo).returncode == 0
+    assert subjects(repo)[0] == "📝 plan: Counter"
+    assert run_gtd(cwd=repo).returncode == 0
+    assert subjects(repo)[0].startswith("🔨 build:")
+
+
+def test_failing_tests_reprompt_then_fail_without_committing(repo):
+    broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
+                          {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [broken]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    before = subjects(repo)
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 1
+    assert "tests still fail after 2 attempt(s)" in result.stderr
+    assert subjects(repo) == before  # nothing committed
+    assert (repo / "count.py").exists()  # the agent's work is left for the person
+
+
+def test_retry_prompt_carries_the_failure_and_the_fix_lands(repo):
+    broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
+                          {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    fixed = {"when": ["failed", "AssertionError"],
+             "actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}}]}
+    setup_repo(repo, write_script(repo, [fixed, broken]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "tests failed (attempt 1 of 2)" in result.stderr
+    assert subjects(repo)[0] == "🔨 build: Add count.py with add(a, b)"
+
+
+def test_malformed_plan_is_reprompted_with_its_errors(repo):
+    script = {"plan": [{"when": "does not have the required structure",
+                        "actions": [{"write": {"path": "TODO.md", "content": PLAN}}]},
+                       {"actions": [{"write": {"path": "TODO.md", "content": "# Counter\n- [ ] x\n"}}]}]}
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(script))
+    setup_repo(repo, path)
+    (repo / "TODO.md").write_text("# Counter\n")
+    result = run_gtd("plan", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "is not valid yet (attempt 1)" in result.stderr
+    assert subjects(repo)[0] == "📝 plan: Counter"
+
+
+def test_plan_phase_cannot_write_code(repo):
+    sneaky = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}},
+                                    {"write": {"path": "count.py", "content": "oops\n"}}]}]}
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(sneaky))
+    setup_repo(repo, path)
+    (repo / "TODO.md").write_text("# Counter\n")
+    result = run_gtd("plan", "--non-interactive", cwd=repo)
+    assert not (repo / "count.py").exists()
+    # headless: the write outside the phase's boundary becomes a pending request, exit 4, JSON on stdout
+    assert result.returncode == 4, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "escalation_pending"
+    assert payload["requests"][0]["kind"] == "path"
+    assert payload["requests"][0]["target"].endswith("count.py")
+
+
+def test_demo_command_runs_the_embedded_script(tmp_path):
+    target = tmp_path / "demo"
+    result = run_gtd("demo", "--keep", str(target), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    log = subjects(target)
+    assert log[0].startswith("🧹 cleanup")
+    assert sum(1 for s in log if s.startswith("🔨 build")) == 2
+    assert "Hello, Grace!" not in (target / "greet.py").read_text()  # code, not output
+    assert "def greet" in (target / "greet.py").read_text()
+    # the demo's agent tried to plant a git hook; the sandbox refused it
+    assert not (target / ".git" / "hooks" / "pre-commit").exists()
+    assert ".git/hooks/pre-commit" in result.stdout
