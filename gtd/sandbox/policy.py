@@ -1,0 +1,155 @@
+"""The backend-neutral sandbox policy: built once per phase from config, rendered by each backend.
+
+A level gets the writable paths and allowed domains of every level below it; denied reads and
+denied domains from *any* level apply (a deny anywhere wins), and protected paths are always
+read-only, even inside writable ones (deny beats allow).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gtd import paths
+from gtd.config.schema import GtdConfig, Level, Phase
+from gtd.providers.base import SandboxNeeds
+from gtd.sandbox.domains import parse_rule
+from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
+
+# The file each read-only phase exists to write.
+PHASE_FILES = {Phase.PLAN: "TODO.md", Phase.LEARN: "AGENTS.md"}
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    level: Level
+    workspace: Path
+    writable: tuple[Path, ...]
+    protected: tuple[Path, ...]
+    deny_read: tuple[Path, ...]
+    allow_domains: tuple[str, ...]
+    deny_domains: tuple[str, ...]
+    model_hosts: tuple[str, ...]
+    env_passthrough: tuple[str, ...]
+    enabled: bool = True
+    phase: Phase | None = None
+    home: Path = field(default_factory=Path.home)
+
+    @property
+    def unrestricted(self) -> bool:
+        """True when the command runs without any OS sandbox (level full, or sandbox disabled)."""
+        return self.level is Level.FULL or not self.enabled
+
+    @property
+    def reachable(self) -> tuple[str, ...]:
+        """Every allow rule the proxy applies: the provider's model hosts, then the level's domains."""
+        return tuple(dict.fromkeys(self.model_hosts + self.allow_domains))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.unrestricted:
+            why = "sandbox disabled in config" if not self.enabled else "level full"
+            return {
+                "level": self.level.value,
+                "phase": self.phase.value if self.phase else None,
+                "sandboxed": False,
+                "reason": why,
+                "workspace": str(self.workspace),
+                "filesystem": "unrestricted",
+                "network": "unrestricted",
+            }
+        return {
+            "level": self.level.value,
+            "phase": self.phase.value if self.phase else None,
+            "sandboxed": True,
+            "workspace": str(self.workspace),
+            "readable": "/ (whole filesystem, read-only) except denyRead; /tmp is private",
+            "writable": [str(p) for p in self.writable],
+            "protected": [str(p) for p in self.protected],
+            "denyRead": [str(p) for p in self.deny_read],
+            "modelHosts": list(self.model_hosts),
+            "allowDomains": list(self.allow_domains),
+            "denyDomains": list(self.deny_domains),
+            "envPassthrough": list(self.env_passthrough),
+        }
+
+
+def _resolve(raw: str | Path, *, workspace: Path, home: Path) -> Path:
+    text = str(raw)
+    if text == "~" or text.startswith("~/"):
+        p = home / text[2:]
+    else:
+        p = Path(text)
+        if not p.is_absolute():
+            p = workspace / p
+    return Path(os.path.normpath(p))
+
+
+def _unique(items) -> tuple:
+    return tuple(dict.fromkeys(items))
+
+
+def level_for(config: GtdConfig, phase: Phase | None, level: Level | None) -> Level:
+    """Explicit level > the phase's configured level > readonly (the tightest)."""
+    if level is not None:
+        return level
+    if phase is not None:
+        return config.sandbox.phases.for_phase(phase)
+    return Level.READONLY
+
+
+def build_policy(
+    config: GtdConfig,
+    *,
+    workspace: Path,
+    phase: Phase | None = None,
+    level: Level | None = None,
+    needs: SandboxNeeds | None = None,
+    home: Path | None = None,
+) -> SandboxPolicy:
+    needs = needs or SandboxNeeds()
+    home = Path(home or os.environ.get("HOME") or Path.home())
+    workspace = Path(os.path.realpath(workspace))
+    level = level_for(config, phase, level)
+    levels = config.sandbox.levels
+    below = [lv for lv in Level if lv.at_most(level)]
+    every = list(Level)
+
+    def res(p):
+        return _resolve(p, workspace=workspace, home=home)
+
+    writable: list[Path] = []
+    if level.at_most(Level.READONLY):
+        if phase in PHASE_FILES:
+            writable.append(workspace / PHASE_FILES[phase])
+    else:
+        writable.append(workspace)
+    writable += [res(p) for p in needs.writable_dirs]
+    for lv in below:
+        writable += [res(p) for p in levels.for_level(lv).writable_paths]
+
+    deny_read = [res(p) for lv in every for p in levels.for_level(lv).deny_read_paths]
+    allow = [d for lv in below for d in levels.for_level(lv).allow_domains]
+    deny = [d for lv in every for d in levels.for_level(lv).deny_domains]
+    for rule in (*allow, *deny, *needs.model_hosts):
+        parse_rule(rule)  # fail early on a malformed rule, not inside the proxy
+
+    protected = repo_protected_paths(workspace, home) + home_protected_paths(home, workspace)
+    protected += [paths.user_config_dir(), paths.user_state_dir(), workspace / paths.PROJECT_CONFIG_NAME]
+    protected += [res(p) for p in needs.protected_paths]
+
+    return SandboxPolicy(
+        level=level,
+        workspace=workspace,
+        writable=_unique(writable),
+        protected=_unique(Path(os.path.normpath(p)) for p in protected),
+        deny_read=_unique(deny_read),
+        allow_domains=_unique(allow),
+        deny_domains=_unique(deny),
+        model_hosts=_unique(needs.model_hosts),
+        env_passthrough=_unique(needs.env_passthrough),
+        enabled=config.sandbox.enabled,
+        phase=phase,
+        home=home,
+    )

@@ -1,0 +1,220 @@
+"""Paths the agent must never change, even inside a writable workspace.
+
+Anything gtd or the host later *executes or trusts* is protected: git hooks and config (for the
+repository, nested repositories at any depth, submodule and worktree gitdirs, a configured
+core.hooksPath and config include files), shell/editor config, the agent CLIs' own settings and
+hook/plugin dirs, and gtd's own config/state. Discovery reads files directly (no `git` process)
+so it stays cheap enough to run once per phase.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# Relative to the workspace root (and any nested repository's work tree).
+REPO_PROTECTED_NAMES = (
+    ".gitmodules",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".profile",
+    ".gitconfig",
+    ".ripgreprc",
+    ".envrc",  # direnv runs it on the host on `cd`
+    ".vscode",
+    ".idea",
+    ".zed",
+    ".cursor",
+    ".devcontainer",
+    ".claude",
+    ".mcp.json",
+    "CLAUDE.local.md",
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode",
+    ".pi",
+    ".pre-commit-config.yaml",  # run by a pre-commit hook when the host commits
+    "lefthook.yml",
+    ".lefthook.yml",
+    ".husky",
+    ".gtdrc.json",
+)
+
+# Relative to HOME: only matters where a config layer or provider makes part of HOME writable.
+HOME_PROTECTED_NAMES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".profile",
+    ".inputrc",
+    ".gitconfig",
+    ".config/git",
+    ".ssh",
+    ".vimrc",
+    ".config/nvim",
+    ".emacs",
+    ".emacs.d",
+    ".config/Code/User",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/hooks",
+    ".claude/plugins",
+    ".claude/commands",
+    ".claude/agents",
+    ".claude/skills",
+    ".config/opencode",
+    ".pi/agent/settings.json",
+    ".pi/agent/models.json",
+    ".pi/agent/extensions",
+    ".pi/agent/hooks",
+    ".config/systemd",
+    ".config/autostart",
+    ".local/bin",
+)
+
+# Inside each git dir.
+GITDIR_PROTECTED_NAMES = ("hooks", "config", "config.worktree", "info/attributes")
+
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"(.*)")?\s*\]\s*(.*)$')
+_ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
+
+
+def git_config_facts(config_file: Path) -> tuple[list[str], list[str]]:
+    """(core.hooksPath values, include paths) from one git config file, without spawning git."""
+    hooks, includes = [], []
+    try:
+        text = config_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return hooks, includes
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        m = _SECTION.match(line)
+        if m:
+            section = m.group(1).lower()
+            line = m.group(3).strip()
+            if not line:
+                continue
+        e = _ENTRY.match(line)
+        if not e:
+            continue
+        key, value = e.group(1).lower(), _unquote(e.group(2) or "")
+        if section == "core" and key == "hookspath" and value:
+            hooks.append(value)
+        elif section in ("include", "includeif") and key == "path" and value:
+            includes.append(value)
+    return hooks, includes
+
+
+def _unquote(value: str) -> str:
+    value = re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    return value
+
+
+def _expand(value: str, base: Path, home: Path) -> Path:
+    if value.startswith("~/") or value == "~":
+        return home / value[2:]
+    p = Path(value)
+    return p if p.is_absolute() else base / p
+
+
+def _gitdir_of(dot_git: Path) -> Path | None:
+    """The git dir a `.git` entry names: itself if a directory, the `gitdir:` target if a file."""
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    if first.startswith("gitdir:"):
+        return _expand(first[len("gitdir:") :].strip(), dot_git.parent, Path.home())
+    return None
+
+
+def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path]) -> list[Path]:
+    """Hooks, config, hooksPath dirs and config includes of one git dir, then its submodules/worktrees."""
+    key = gitdir.resolve()
+    if key in seen:
+        return []
+    seen.add(key)
+    found = [gitdir / name for name in GITDIR_PROTECTED_NAMES]
+    commondir = gitdir / "commondir"
+    if commondir.is_file():  # linked worktree: hooks and config live in the common dir
+        try:
+            common = _expand(commondir.read_text().strip(), gitdir, home)
+            found += _gitdir_protected(common, worktree, home, seen)
+        except OSError:
+            pass
+    configs = [gitdir / "config", gitdir / "config.worktree"]
+    while configs:
+        cfg = configs.pop()
+        hooks, includes = git_config_facts(cfg)
+        found += [_expand(h, worktree, home) for h in hooks]
+        for inc in includes:
+            inc_path = _expand(inc, cfg.parent, home)
+            found.append(inc_path)
+            if inc_path not in configs and inc_path.resolve() not in seen:
+                seen.add(inc_path.resolve())
+                configs.append(inc_path)
+    for sub in ("modules", "worktrees"):
+        base = gitdir / sub
+        if base.is_dir():
+            for dirpath, dirnames, filenames in os.walk(base):
+                if "HEAD" in filenames and ("config" in filenames or "commondir" in filenames or sub == "worktrees"):
+                    found += _gitdir_protected(Path(dirpath), worktree, home, seen)
+                    dirnames[:] = [d for d in dirnames if d == "modules"]  # nested submodules only
+    return found
+
+
+def repo_protected_paths(workspace: Path, home: Path) -> list[Path]:
+    """Protected paths of the repository at `workspace` and every repository nested in it."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for dirpath, dirnames, filenames in os.walk(workspace):
+        here = Path(dirpath)
+        if ".git" in dirnames or ".git" in filenames or here == workspace:
+            found += [here / name for name in REPO_PROTECTED_NAMES]
+            dot_git = here / ".git"
+            if dot_git.exists() or dot_git.is_symlink():
+                if not dot_git.is_dir():
+                    found.append(dot_git)  # a `.git` file could be repointed at a planted gitdir
+                gitdir = _gitdir_of(dot_git)
+                if gitdir is not None:
+                    found += _gitdir_protected(gitdir, here, home, seen)
+        dirnames[:] = [d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(dirpath, d))]
+    return found
+
+
+def home_protected_paths(home: Path, workspace: Path) -> list[Path]:
+    """HOME's rc/agent files, plus hooksPath dirs and includes named by the global git config."""
+    found = [home / name for name in HOME_PROTECTED_NAMES]
+    configs = [Path("/etc/gitconfig"), home / ".gitconfig", home / ".config/git/config"]
+    seen: set[Path] = set()
+    while configs:
+        cfg = configs.pop()
+        if cfg in seen:
+            continue
+        seen.add(cfg)
+        hooks, includes = git_config_facts(cfg)
+        found += [_expand(h, workspace, home) for h in hooks]
+        for inc in includes:
+            inc_path = _expand(inc, cfg.parent, home)
+            found.append(inc_path)
+            configs.append(inc_path)
+    return found

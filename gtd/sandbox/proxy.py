@@ -1,0 +1,329 @@
+"""The host-side filtering proxy: HTTP (CONNECT and absolute-form) and SOCKS5 on one port.
+
+It is the only way out of the sandbox's empty network namespace. It decides by *name* (domain
+rules, then the session's decider), resolves the name itself exactly once, refuses loopback,
+link-local, metadata and host addresses unless the IP literal is explicitly allowed, and dials the
+address it checked (no DNS rebinding window). A per-run token in the proxy URL authenticates the
+sandbox. Every refused destination is reported, with the reason, to `on_denied`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import ipaddress
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from gtd.sandbox.addresses import forbidden_reason
+from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port
+
+Resolver = Callable[[str, int], list[str]]
+MAX_HEADER = 64 * 1024
+BUFSIZE = 256 * 1024
+PROXY_USER = "gtd"
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reason: str = ""
+    sock: socket.socket | None = None
+    denied: bool = False  # refused by policy (vs. a name or connection failure)
+
+
+class FilteringProxy:
+    """One per sandbox session; `serve(listener)` adds a listening socket (one per sandboxed process)."""
+
+    def __init__(
+        self,
+        rules: DomainRules,
+        token: str,
+        *,
+        ask: Callable[[str, int], bool] | None = None,
+        on_denied: Callable[[str, int, str], None] | None = None,
+        resolver: Resolver | None = None,
+        connect_timeout: float = 15.0,
+    ):
+        self.rules = rules
+        self.token = token
+        self._ask = ask
+        self._on_denied = on_denied
+        self._resolve = resolver or system_resolver
+        self._connect_timeout = connect_timeout
+        self._approved: set[tuple[str, int]] = set()
+        self._ask_lock = threading.Lock()
+        self._listeners: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    # -- listeners -------------------------------------------------------------------------
+    def serve(self, listener: socket.socket) -> None:
+        with self._lock:
+            self._listeners.add(listener)
+        threading.Thread(target=self._accept_loop, args=(listener,), daemon=True, name="gtd-proxy-accept").start()
+
+    def stop_serving(self, listener: socket.socket) -> None:
+        with self._lock:
+            self._listeners.discard(listener)
+        try:
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+        except OSError:
+            pass
+        listener.close()
+
+    def close(self) -> None:
+        for listener in list(self._listeners):
+            self.stop_serving(listener)
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True, name="gtd-proxy-conn").start()
+
+    # -- policy ------------------------------------------------------------------------------
+    def authorize(self, host: str, port: int) -> Verdict:
+        """Decide, resolve once, check the address, dial. Refusals are reported to on_denied."""
+        host = normalise_host(host)
+        decision = self.rules.decide(host, port)
+        if decision == "deny":
+            return self._deny(host, port, "denied by rule")
+        if decision == "unknown" and (host, port) not in self._approved:
+            if self._ask is None:
+                return self._deny(host, port, "not in the allow list")
+            with self._ask_lock:
+                if (host, port) not in self._approved:
+                    try:
+                        allowed = bool(self._ask(host, port))
+                    except Exception as exc:  # noqa: BLE001 - a failing decider must fail closed
+                        return self._deny(host, port, f"decider failed: {exc}")
+                    if not allowed:
+                        return self._deny(host, port, "not approved")
+                    self._approved.add((host, port))
+        try:
+            addresses = [host] if _is_ip(host) else self._resolve(host, port)
+        except OSError as exc:
+            return Verdict(False, f"cannot resolve {host}: {exc}")
+        refused = []
+        for addr in addresses:
+            why = forbidden_reason(addr)
+            if why and not self.rules.explicitly_allows_address(addr, port):
+                refused.append(f"{addr} ({why})")
+                continue
+            try:
+                sock = socket.create_connection((addr, port), timeout=self._connect_timeout)
+                sock.settimeout(None)
+                return Verdict(True, sock=sock)
+            except OSError as exc:
+                last = f"cannot connect to {addr}:{port}: {exc}"
+        if refused:
+            return self._deny(host, port, "resolves to " + ", ".join(refused))
+        return Verdict(False, last if addresses else f"{host} has no address")
+
+    def _deny(self, host: str, port: int, reason: str) -> Verdict:
+        if self._on_denied is not None:
+            try:
+                self._on_denied(host, port, reason)
+            except Exception:  # noqa: BLE001 - reporting must not break the proxy
+                pass
+        return Verdict(False, reason, denied=True)
+
+    def _token_ok(self, password: str) -> bool:
+        return hmac.compare_digest(password.encode(), self.token.encode())
+
+    # -- protocols ---------------------------------------------------------------------------
+    def _handle(self, conn: socket.socket) -> None:
+        upstream = None
+        try:
+            conn.settimeout(30)
+            first = conn.recv(1, socket.MSG_PEEK)
+            if not first:
+                return
+            if first == b"\x05":
+                upstream = self._socks5(conn)
+            else:
+                upstream = self._http(conn)
+            if upstream is not None:
+                conn.settimeout(None)
+                _pump(conn, upstream)
+        except (OSError, ValueError):
+            pass
+        finally:
+            for s in (conn, upstream):
+                if s is not None:
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+
+    def _http(self, conn: socket.socket) -> socket.socket | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+            if len(data) > MAX_HEADER:
+                _reply(conn, 431, "Request Header Fields Too Large")
+                return None
+        head, rest = data.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        try:
+            method, target, version = lines[0].split(" ", 2)
+        except ValueError:
+            _reply(conn, 400, "Bad Request")
+            return None
+        headers = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:])]
+        if not self._token_ok(_basic_password(headers)):
+            _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
+            return None
+        if method.upper() == "CONNECT":
+            try:
+                host, port = split_host_port(target)
+            except ValueError:
+                _reply(conn, 400, "Bad Request")
+                return None
+            verdict = self.authorize(host, port or 443)
+            if not verdict.ok:
+                _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {verdict.reason}\n")
+                return None
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if rest:
+                verdict.sock.sendall(rest)
+            return verdict.sock
+        # Plain HTTP through the proxy: absolute-form target; forwarded as one request (Connection: close).
+        if not target.lower().startswith("http://"):
+            _reply(conn, 400, "Bad Request", body="gtd sandbox: only CONNECT and http:// requests are proxied\n")
+            return None
+        authority, slash, path = target[7:].partition("/")
+        try:
+            host, port = split_host_port(authority)
+        except ValueError:
+            _reply(conn, 400, "Bad Request")
+            return None
+        verdict = self.authorize(host, port or 80)
+        if not verdict.ok:
+            _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {authority} refused: {verdict.reason}\n")
+            return None
+        skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive"}
+        out = [f"{method} /{path if slash else ''} {version}"]
+        out += [f"{k}: {v}" for k, v in headers if k.lower() not in skip]
+        out.append("Connection: close")
+        verdict.sock.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest)
+        return verdict.sock
+
+    def _socks5(self, conn: socket.socket) -> socket.socket | None:
+        ver, n = _recv_exact(conn, 2)
+        methods = _recv_exact(conn, n)
+        if 0x02 not in methods:  # username/password: the token is the password
+            conn.sendall(b"\x05\xff")
+            return None
+        conn.sendall(b"\x05\x02")
+        _, ulen = _recv_exact(conn, 2)
+        _recv_exact(conn, ulen)
+        (plen,) = _recv_exact(conn, 1)
+        password = _recv_exact(conn, plen).decode("utf-8", "replace")
+        if not self._token_ok(password):
+            conn.sendall(b"\x01\x01")
+            return None
+        conn.sendall(b"\x01\x00")
+        _, cmd, _, atyp = _recv_exact(conn, 4)
+        if atyp == 1:
+            host = socket.inet_ntop(socket.AF_INET, _recv_exact(conn, 4))
+        elif atyp == 4:
+            host = socket.inet_ntop(socket.AF_INET6, _recv_exact(conn, 16))
+        elif atyp == 3:
+            (length,) = _recv_exact(conn, 1)
+            host = _recv_exact(conn, length).decode("idna")
+        else:
+            conn.sendall(_socks_reply(8))
+            return None
+        (port,) = struct.unpack("!H", _recv_exact(conn, 2))
+        if cmd != 1:
+            conn.sendall(_socks_reply(7))  # only CONNECT: no BIND, no UDP ASSOCIATE (no DNS over UDP)
+            return None
+        verdict = self.authorize(host, port)
+        if not verdict.ok:
+            conn.sendall(_socks_reply(2 if verdict.denied else 4))
+            return None
+        conn.sendall(_socks_reply(0))
+        return verdict.sock
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def _basic_password(headers: list[tuple[str, str]]) -> str:
+    for key, value in headers:
+        if key.lower() == "proxy-authorization":
+            scheme, _, cred = value.partition(" ")
+            if scheme.lower() == "basic":
+                try:
+                    return base64.b64decode(cred.strip()).decode("utf-8", "replace").partition(":")[2]
+                except ValueError:
+                    return ""
+    return ""
+
+
+def _reply(conn: socket.socket, code: int, text: str, extra: str = "", body: str = "") -> None:
+    payload = body.encode()
+    conn.sendall(
+        f"HTTP/1.1 {code} {text}\r\n{extra}Content-Type: text/plain\r\nContent-Length: {len(payload)}\r\n"
+        f"Connection: close\r\n\r\n".encode()
+        + payload
+    )
+
+
+def _socks_reply(code: int) -> bytes:
+    return bytes([5, code, 0, 1, 0, 0, 0, 0, 0, 0])
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise ValueError("connection closed mid-handshake")
+        buf += chunk
+    return buf
+
+
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    """Copy both directions until both are closed; a half-close is passed on."""
+    other = threading.Thread(target=_copy, args=(b, a), daemon=True, name="gtd-proxy-pump")
+    other.start()
+    _copy(a, b)
+    other.join()
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    buf = bytearray(BUFSIZE)
+    view = memoryview(buf)
+    try:
+        while True:
+            n = src.recv_into(buf)
+            if not n:
+                break
+            dst.sendall(view[:n])
+    except OSError:
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass

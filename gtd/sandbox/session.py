@@ -1,0 +1,358 @@
+"""One sandbox session per agent run: the proxy and the seccomp program are set up once here,
+then every command (the agent, the build phase's test command) runs through `popen`/`run`.
+
+Fails closed: if the sandbox is enabled and cannot start, `SandboxUnavailable` is raised with
+what to do about it. Level `full` and a disabled sandbox run commands directly, only because
+config or an approval asked for it; `unsandboxed` tells the caller to log that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Literal, Sequence
+
+from gtd.config.schema import Level
+from gtd.errors import SandboxUnavailable
+from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
+
+PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
+BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+SOCKS_VARS = ("ALL_PROXY", "all_proxy")
+DOCTOR_HINT = "Run `gtd doctor` for details."
+
+
+@dataclass
+class NetworkRequest:
+    host: str
+    port: int
+    level: Level
+
+
+@dataclass
+class Violation:
+    kind: Literal["network", "write", "read"]
+    target: str
+    level: Level
+    time: str
+    detail: str = ""
+
+    @classmethod
+    def now(cls, kind, target: str, level: Level, detail: str = "") -> "Violation":
+        return cls(kind, target, level, datetime.now(timezone.utc).isoformat(timespec="seconds"), detail)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "target": self.target, "level": self.level.value, "time": self.time, "detail": self.detail}
+
+
+class SandboxSession:
+    def __init__(
+        self,
+        policy: SandboxPolicy,
+        *,
+        network_decider: Callable[[NetworkRequest], bool] | None = None,
+        on_violation: Callable[[Violation], None] | None = None,
+        resolver: Callable[[str, int], list[str]] | None = None,
+    ):
+        self.policy = policy
+        self.violations: list[Violation] = []
+        self._decider = network_decider
+        self._on_violation = on_violation
+        self._resolver = resolver  # tests map names to local servers; production uses DNS
+        self._lock = threading.Lock()
+        self._started = False
+        self._proxy = None
+        self._program: bytes | None = None
+        self._registry = None
+        self._children: list[tuple[subprocess.Popen, object]] = []
+        self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
+        self.token = secrets.token_urlsafe(24)
+        self.proxy_port = PROXY_PORT
+
+    @property
+    def unsandboxed(self) -> bool:
+        return self.policy.unrestricted
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "SandboxSession":
+        if self._started:
+            return self
+        if not self.unsandboxed:
+            if sys.platform == "darwin":
+                self._start_proxy_on_host()
+            else:
+                self._check_linux()
+                from gtd.sandbox.seccomp import compile_filter
+
+                try:
+                    self._program = compile_filter()
+                except (OSError, ImportError, AttributeError) as exc:
+                    raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
+                self._proxy = self._make_proxy()
+            self._prepare_paths()
+            from gtd.sandbox.placeholders import PlaceholderRegistry
+
+            self._registry = PlaceholderRegistry(self.policy.workspace)
+            self._registry.enter()
+        self._started = True
+        return self
+
+    def close(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        for proc, listener in self._children:
+            if proc.poll() is None:
+                _kill_group(proc)
+            self._stop_listener(listener)
+        self._children.clear()
+        if self._proxy is not None:
+            self._proxy.close()
+        if self._registry is not None:
+            self._registry.exit()
+
+    def __enter__(self) -> "SandboxSession":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def record_violation(self, v: Violation) -> None:
+        with self._lock:
+            self.violations.append(v)
+        if self._on_violation is not None:
+            self._on_violation(v)
+
+    # -- running -----------------------------------------------------------------------------
+    def popen(self, argv: Sequence[str], *, cwd, env: dict | None = None, stdin=None, stdout=None, stderr=None) -> subprocess.Popen:
+        self.start()
+        argv = [str(a) for a in argv]
+        if self.unsandboxed:
+            return subprocess.Popen(
+                argv, cwd=cwd, env={**os.environ, **(env or {})}, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
+            )
+        self._reap()
+        if sys.platform == "darwin":
+            return self._popen_seatbelt(argv, cwd, env, stdin, stdout, stderr)
+        return self._popen_bwrap(argv, cwd, env, stdin, stdout, stderr)
+
+    def run(self, argv: Sequence[str], *, cwd, env: dict | None = None, timeout: float | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+        proc = self.popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            raise subprocess.TimeoutExpired(proc.args, timeout, out, err) from None
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def environment(self, extra: dict | None = None) -> dict[str, str]:
+        """The sandbox's minimal environment: no host secrets except the provider's own credential."""
+        env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
+        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env.setdefault("LANG", "C.UTF-8")
+        env["HOME"] = str(self.policy.home)
+        env["TMPDIR"] = "/tmp"
+        env["GTD_SANDBOX"] = self.policy.level.value
+        host = "127.0.0.1"
+        for key in PROXY_VARS:
+            env[key] = f"http://gtd:{self.token}@{host}:{self.proxy_port}"
+        for key in SOCKS_VARS:
+            env[key] = f"socks5h://gtd:{self.token}@{host}:{self.proxy_port}"
+        env["NO_PROXY"] = env["no_proxy"] = ""
+        for key in self.policy.env_passthrough:
+            if key in os.environ:
+                env[key] = os.environ[key]
+        env.update({k: str(v) for k, v in (extra or {}).items()})
+        return env
+
+    # -- Linux backend -----------------------------------------------------------------------
+    def _check_linux(self) -> None:
+        if not sys.platform.startswith("linux"):
+            raise SandboxUnavailable(f"no sandbox backend for {sys.platform}. {DOCTOR_HINT}")
+        if shutil.which("bwrap") is None:
+            raise SandboxUnavailable(
+                "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
+                "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
+            )
+        try:
+            if Path("/proc/sys/user/max_user_namespaces").read_text().strip() == "0":
+                raise SandboxUnavailable(
+                    "user namespaces are disabled (user.max_user_namespaces=0): enable them with "
+                    "`sysctl -w user.max_user_namespaces=15000`. " + DOCTOR_HINT
+                )
+        except OSError:
+            pass
+
+    def _make_proxy(self):
+        from gtd.sandbox.domains import DomainRules
+        from gtd.sandbox.proxy import FilteringProxy
+
+        rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
+        return FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied, resolver=self._resolver)
+
+    def _ask(self, host: str, port: int) -> bool:
+        return bool(self._decider(NetworkRequest(host, port, self.policy.level)))
+
+    def _denied(self, host: str, port: int, reason: str) -> None:
+        target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.record_violation(Violation.now("network", target, self.policy.level, reason))
+
+    def _prepare_paths(self) -> None:
+        """Create writable state dirs that do not exist yet, and the phase's own file at readonly."""
+        from gtd.sandbox.bwrap import _inside
+
+        phase_file = self.policy.workspace / PHASE_FILES[self.policy.phase] if self.policy.phase in PHASE_FILES else None
+        for w in self.policy.writable:
+            if os.path.lexists(w) or any(_inside(w, p) for p in (*self.policy.protected, *self.policy.deny_read)):
+                continue
+            try:
+                if w == phase_file:
+                    w.touch()
+                    self._created_files.append(w)
+                else:
+                    w.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # left out of the sandbox's writable set; the command sees a read-only path
+
+    def _popen_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
+        from gtd.sandbox.bwrap import render_mounts
+        from gtd.sandbox.netns import listener_in_namespace
+        from gtd.sandbox.seccomp import filter_fd
+
+        plan = render_mounts(self.policy)
+        self._registry.add(plan.placeholders + self._created_files)
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        seccomp_r = filter_fd(self._program)
+        args = [
+            "bwrap", *plan.args,
+            "--chdir", str(Path(cwd).resolve()),
+            "--seccomp", str(seccomp_r),
+            "--info-fd", str(info_w),
+            "--block-fd", str(block_r),
+            "--", *argv,
+        ]
+        try:
+            proc = subprocess.Popen(
+                args, env=self.environment(env), stdin=stdin, stdout=stdout, stderr=stderr,
+                pass_fds=(info_w, block_r, seccomp_r), start_new_session=True,
+            )
+        except BaseException:
+            os.close(info_r)
+            os.close(block_w)
+            raise
+        finally:
+            for fd in (info_w, block_r, seccomp_r):
+                os.close(fd)
+        try:
+            info = _read_info(info_r)
+            if info is None:
+                proc.wait()
+                raise SandboxUnavailable(
+                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
+                )
+            try:
+                listener = listener_in_namespace(int(info["child-pid"]), self.proxy_port)
+            except OSError as exc:
+                _kill_group(proc)
+                proc.wait()
+                raise SandboxUnavailable(f"cannot connect the sandbox to its proxy: {exc}. {DOCTOR_HINT}") from exc
+            self._proxy.serve(listener)
+            self._children.append((proc, listener))
+            os.write(block_w, b"1")  # let bwrap exec the command
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        return proc
+
+    def _reap(self) -> None:
+        keep = []
+        for proc, listener in self._children:
+            if proc.poll() is None:
+                keep.append((proc, listener))
+            else:
+                self._stop_listener(listener)
+        self._children = keep
+
+    def _stop_listener(self, listener) -> None:
+        if self._proxy is not None and listener is not None:
+            self._proxy.stop_serving(listener)
+
+    # -- macOS backend -----------------------------------------------------------------------
+    def _start_proxy_on_host(self) -> None:
+        import socket
+
+        if shutil.which("sandbox-exec") is None:
+            raise SandboxUnavailable(f"sandbox-exec not found. {DOCTOR_HINT}")
+        self._proxy = self._make_proxy()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self.proxy_port = listener.getsockname()[1]
+        self._proxy.serve(listener)
+
+    def _popen_seatbelt(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
+        from gtd.sandbox.seatbelt import render_profile
+
+        profile = render_profile(self.policy, proxy_port=self.proxy_port)
+        proc = subprocess.Popen(
+            ["sandbox-exec", "-p", profile, *argv], cwd=cwd, env=self.environment(env),
+            stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
+        )
+        self._children.append((proc, None))
+        return proc
+
+
+def open_sandbox(policy: SandboxPolicy, **kw) -> SandboxSession:
+    """A started session (use it as a context manager or call close()). Raises SandboxUnavailable."""
+    return SandboxSession(policy, **kw).start()
+
+
+def _read_info(fd: int) -> dict | None:
+    buf = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        buf += chunk
+        try:
+            return json.loads(buf)
+        except ValueError:
+            continue
+
+
+def _probe_bwrap() -> str:
+    """bwrap's own explanation, from a minimal run (user namespace, network namespace)."""
+    try:
+        r = subprocess.run(
+            ["bwrap", "--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "true"],
+            capture_output=True, text=True, timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return (r.stderr.strip() or f"minimal bwrap run exited {r.returncode}") if r.returncode else "bwrap works in a minimal run; check the paths in the policy"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
