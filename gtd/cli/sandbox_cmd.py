@@ -1,0 +1,136 @@
+"""`gtd sandbox explain` and `gtd sandbox run`: show the policy a phase gets, run any command under it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from gtd.cli import options as opt
+from gtd.config.schema import Level, Phase
+
+PhaseOpt = Annotated[Optional[Phase], typer.Option("--phase", help="Use this phase's configured level and its own file.")]
+LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this level (overrides the phase's).")]
+
+
+def _policy(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True):
+    from gtd.sandbox.policy import build_policy
+
+    loaded = _load(directory)
+    workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
+    needs = _provider_needs(loaded.config) if with_provider else None
+    return build_policy(loaded.config, workspace=workspace, phase=phase, level=level, needs=needs)
+
+
+def _load(directory: Path | None):
+    """The effective config, the same way every other command loads it."""
+    try:
+        from gtd.cli.context import load
+        from gtd.cli.options import RunOptions
+
+        return load(RunOptions(directory=directory))
+    except ImportError:  # the escalation layer (project trust filter) is not installed yet
+        from gtd.config.loader import load_config
+
+        return load_config((directory or Path.cwd()).resolve())
+
+
+def _provider_needs(config):
+    """What the configured agent CLI needs (model API host, state dirs): part of every phase's policy."""
+    try:
+        from gtd.providers.registry import get_provider
+
+        return get_provider(config.provider, config).sandbox_needs()
+    except Exception:  # noqa: BLE001 - no provider installed: explain the policy without its needs
+        return None
+
+
+def explain(
+    phase: PhaseOpt = None,
+    level: LevelOpt = None,
+    json_out: opt.JsonOut = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Print the sandbox policy for a phase or level: writable, protected and hidden paths, reachable hosts."""
+    policy = _policy(phase, level, directory)
+    data = policy.to_dict()
+    if json_out:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    out = sys.stdout
+    out.write(f"level: {data['level']}" + (f" (phase {data['phase']})" if data["phase"] else "") + "\n")
+    out.write(f"workspace: {data['workspace']}\n")
+    if not data["sandboxed"]:
+        out.write(f"NOT SANDBOXED: {data['reason']} (no filesystem or network restriction)\n")
+        return
+    out.write(f"readable: {data['readable']}\n")
+    for key, title in (
+        ("writable", "writable"),
+        ("protected", "read-only even inside writable paths"),
+        ("denyRead", "hidden (cannot be read)"),
+        ("modelHosts", "model API (reachable at every level)"),
+        ("allowDomains", "allowed domains"),
+        ("denyDomains", "denied domains (always refused)"),
+        ("envPassthrough", "environment passed through"),
+    ):
+        items = data[key]
+        out.write(f"{title}:{'' if items else ' (none)'}\n")
+        for item in items:
+            out.write(f"  {item}\n")
+    if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
+        out.write("network: only the model API, through gtd's filtering proxy\n")
+
+
+def run(
+    command: Annotated[List[str], typer.Argument(help="The command to run (after `--`).")],
+    phase: PhaseOpt = None,
+    level: LevelOpt = None,
+    directory: opt.Directory = None,
+) -> None:
+    """Run COMMAND inside the sandbox (`gtd sandbox run [--level L] -- CMD ...`); its exit status is passed through."""
+    from gtd.sandbox.session import open_sandbox
+
+    policy = _policy(phase, level, directory)
+    if policy.unrestricted:
+        why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"
+        sys.stderr.write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n")
+    cwd = (directory or Path.cwd()).resolve()
+    with open_sandbox(policy) as session:
+        proc = session.popen(command, cwd=cwd)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.kill()
+            code = proc.wait()
+        for v in session.violations:
+            sys.stderr.write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n")
+    raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Inspect the sandbox policy, or run any command inside it.", no_args_is_help=True)
+    group.command("explain")(explain)
+    group.command(
+        "run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True}
+    )(run)
+    app.add_typer(group, name="sandbox")
+
+
+def main() -> None:
+    """`python -m gtd.cli.sandbox_cmd ...`: the sandbox commands without the rest of the CLI."""
+    from gtd.errors import GtdError
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    register(app)
+    try:
+        app(prog_name="gtd")
+    except GtdError as exc:
+        sys.stderr.write(f"gtd: error: {exc}\n")
+        sys.exit(int(exc.exit_code))
+
+
+if __name__ == "__main__":
+    main()

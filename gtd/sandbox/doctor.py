@@ -1,0 +1,76 @@
+"""Sandbox checks for `gtd doctor`: each says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict:
+    return {"name": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
+
+
+def sandbox_checks() -> list[dict]:
+    if sys.platform == "darwin":
+        found = shutil.which("sandbox-exec")
+        return [_check("sandbox-exec", bool(found), found or "not found", "sandbox-exec ships with macOS; check PATH (/usr/bin)")]
+    if not sys.platform.startswith("linux"):
+        return [_check("sandbox backend", False, f"no sandbox backend for {sys.platform}", "run gtd on Linux or macOS, or set sandbox.enabled=false")]
+
+    checks = []
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        checks.append(_check("bubblewrap", False, "bwrap not found on PATH", "install bubblewrap: `apt-get install bubblewrap` / `dnf install bubblewrap`"))
+    else:
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+        checks.append(_check("bubblewrap", True, f"{bwrap} ({version})"))
+
+    try:
+        value = Path("/proc/sys/user/max_user_namespaces").read_text().strip()
+        checks.append(_check("user namespaces", value != "0", f"user.max_user_namespaces = {value}", "`sysctl -w user.max_user_namespaces=15000`"))
+    except OSError:
+        pass
+    try:
+        value = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").read_text().strip()
+        checks.append(
+            _check("AppArmor userns restriction", value == "0", f"kernel.apparmor_restrict_unprivileged_userns = {value}",
+                   "allow bwrap to create user namespaces (an AppArmor profile for /usr/bin/bwrap), or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
+        )
+    except OSError:
+        pass
+
+    try:
+        from gtd.sandbox.seccomp import compile_filter
+
+        size = len(compile_filter())
+        checks.append(_check("seccomp (libseccomp)", True, f"filter compiled ({size // 8} BPF instructions)"))
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        checks.append(_check("seccomp (libseccomp)", False, str(exc), "install libseccomp (`apt-get install libseccomp2`) and the pyseccomp package"))
+
+    if bwrap:
+        checks.append(_smoke_test())
+    return checks
+
+
+def _smoke_test() -> dict:
+    """Start a real readonly sandbox with its proxy and run `true` in it."""
+    from gtd.config.schema import GtdConfig, Level
+    from gtd.errors import SandboxUnavailable
+    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.session import open_sandbox
+
+    with tempfile.TemporaryDirectory(prefix="gtd-doctor-") as tmp:
+        try:
+            policy = build_policy(GtdConfig(), workspace=Path(tmp), level=Level.READONLY)
+            with open_sandbox(policy) as session:
+                result = session.run(["true"], cwd=tmp, timeout=30)
+            ok = result.returncode == 0
+            detail = "sandboxed `true` ran (namespaces, seccomp, proxy)" if ok else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}"
+            return _check("sandbox start", ok, detail, "see the detail above; bwrap needs user and network namespaces")
+        except SandboxUnavailable as exc:
+            return _check("sandbox start", False, str(exc), "fix the cause above, or set sandbox.enabled=false to run unsandboxed (not recommended)")
+        except Exception as exc:  # noqa: BLE001
+            return _check("sandbox start", False, repr(exc), "report this as a gtd bug")
