@@ -1,0 +1,83 @@
+"""Fixtures for sandbox tests: a fake HOME, temp git repos, a sandbox session factory, a loopback HTTP server.
+
+Nothing here touches the real HOME: every test runs with HOME (and XDG dirs) inside tmp_path.
+"""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level
+from gtd.providers.base import SandboxNeeds
+from gtd.sandbox.policy import build_policy
+from gtd.sandbox.session import open_sandbox
+from sandbox_support import git
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_CONFIG_GLOBAL"):
+        monkeypatch.delenv(var, raising=False)
+    (h / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n")
+    return h
+
+
+@pytest.fixture
+def repo(tmp_path, home) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    git("init", "-q", cwd=r)
+    (r / "README.md").write_text("hello\n")
+    git("add", "README.md", cwd=r)
+    git("commit", "-qm", "init", cwd=r)
+    return r
+
+
+@pytest.fixture
+def sandbox(repo, home):
+    """Factory: sandbox(level=..., config=..., needs=..., **session kwargs) -> started session (closed after the test)."""
+    opened = []
+
+    def make(level: Level = Level.READWRITE, *, config: GtdConfig | None = None, needs: SandboxNeeds | None = None,
+             phase=None, workspace: Path | None = None, **kw):
+        policy = build_policy(config or GtdConfig(), workspace=workspace or repo, level=level, phase=phase, needs=needs, home=home)
+        session = open_sandbox(policy, **kw)
+        opened.append(session)
+        return session
+
+    yield make
+    for s in opened:
+        s.close()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    payload = b"PACKAGE-CONTENTS-" + b"x" * 1000
+
+    def do_GET(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.payload)))
+        self.end_headers()
+        self.wfile.write(self.payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    """A loopback HTTP server standing in for a package registry: yields its port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
