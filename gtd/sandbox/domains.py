@@ -84,6 +84,8 @@ def _port(value: str, text: str) -> int:
 
 def parse_rule(text: str) -> DomainRule:
     host, port = split_host_port(text)
+    if host.strip().startswith("*.") and not host.strip()[2:].strip("."):
+        raise ValueError(f"invalid wildcard in domain rule {text!r}")
     host = normalise_host(host)
     if not host:
         raise ValueError(f"empty host in domain rule {text!r}")

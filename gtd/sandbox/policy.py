@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gtd import paths
-from gtd.config.schema import GtdConfig, Level, Phase
+from gtd.config.schema import DEFAULT_DENY_READ, GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
@@ -129,7 +129,9 @@ def build_policy(
     for lv in below:
         writable += [res(p) for p in levels.for_level(lv).writable_paths]
 
-    deny_read = [res(p) for lv in every for p in levels.for_level(lv).deny_read_paths]
+    # The secrets default is always in: a config built without the defaults layer cannot drop it.
+    deny_read = [res(p) for p in DEFAULT_DENY_READ]
+    deny_read += [res(p) for lv in every for p in levels.for_level(lv).deny_read_paths]
     allow = [d for lv in below for d in levels.for_level(lv).allow_domains]
     deny = [d for lv in every for d in levels.for_level(lv).deny_domains]
     for rule in (*allow, *deny, *needs.model_hosts):
