@@ -52,7 +52,7 @@ config_cmds.register(app)
 doctor_cmd.register(app)
 
 
-def _register_optional() -> None:
+def _register_layers() -> None:
     """Command groups owned by the sandbox and escalation layers."""
     from gtd.cli import escalation_cmds, sandbox_cmd
 
@@ -61,9 +61,11 @@ def _register_optional() -> None:
 
 
 try:
-    _register_optional()
-except ImportError:  # TEMP until the sandbox/escalation layers land
-    pass
+    _register_layers()
+except ImportError:  # TEMP until the escalation layer lands
+    from gtd.cli import sandbox_cmd
+
+    sandbox_cmd.register(app)
 
 
 def main() -> None:

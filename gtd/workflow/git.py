@@ -14,9 +14,14 @@ FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhos
                      "GIT_COMMITTER_NAME": "gtd", "GIT_COMMITTER_EMAIL": "gtd@localhost"}
 
 
+# gtd's own commits never run repository hooks: hooks (husky, pre-commit, ...) execute scripts and
+# config the agent could have edited in the work tree, which would run them outside the sandbox.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+
+
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **(env or {})}
+        ["git", *NO_HOOKS, *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **(env or {})}
     )
     if check and result.returncode != 0:
         raise GtdError(f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
