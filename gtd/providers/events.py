@@ -30,3 +30,20 @@ class AgentEvent:
     usage: dict[str, Any] | None = None
     cost_usd: float | None = None
     raw: dict[str, Any] | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (without `raw`, without unset fields): the scripted agent's wire format."""
+        out: dict[str, Any] = {"kind": self.kind.value}
+        for name in ("text", "tool", "tool_input", "tool_id", "session_id", "model", "tools", "usage", "cost_usd"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.is_error:
+            out["is_error"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AgentEvent":
+        """Inverse of `to_dict`; unknown keys are ignored so older readers accept newer writers."""
+        known = {"text", "tool", "tool_input", "tool_id", "is_error", "session_id", "model", "tools", "usage", "cost_usd"}
+        return cls(kind=EventKind(data["kind"]), raw=data, **{k: v for k, v in data.items() if k in known})

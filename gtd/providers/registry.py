@@ -1,0 +1,80 @@
+"""Provider lookup: by name, `auto` (the first installed real CLI), and the report for `gtd doctor`."""
+
+from __future__ import annotations
+
+import importlib
+
+from gtd.config.schema import GtdConfig
+from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
+from gtd.providers.base import Provider
+
+# name -> (module, class); `auto` tries the real CLIs in this order.
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "claude": ("gtd.providers.claude", "ClaudeProvider"),
+    "opencode": ("gtd.providers.opencode", "OpencodeProvider"),
+    "pi": ("gtd.providers.pi", "PiProvider"),
+    "scripted": ("gtd.providers.scripted", "ScriptedProvider"),
+}
+AUTO_ORDER = ("claude", "opencode", "pi")
+INSTALL_HINTS = {
+    "claude": "npm install -g @anthropic-ai/claude-code (or scripts/install-agents)",
+    "opencode": "npm install -g opencode-ai (or scripts/install-agents)",
+    "pi": "npm install -g @mariozechner/pi-coding-agent (or scripts/install-agents)",
+}
+
+
+def _load(name: str) -> type[Provider]:
+    module, cls = PROVIDERS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def _make(name: str, config: GtdConfig) -> Provider:
+    if name == "scripted":
+        return _load(name)(config.script)
+    return _load(name)()
+
+
+def get_provider(name: str, config: GtdConfig) -> Provider:
+    """The provider to run. A named real CLI that is not installed is an error, not a silent switch."""
+    if name == "auto":
+        for candidate in AUTO_ORDER:
+            try:
+                provider = _make(candidate, config)
+            except ImportError:
+                continue
+            if provider.is_installed():
+                return provider
+        raise GtdError(
+            "no agent CLI found (provider: auto looks for claude, opencode, pi on PATH). Install one, e.g. "
+            f"`{INSTALL_HINTS['claude']}`, or use `--provider scripted` for the offline demo. "
+            "`gtd doctor` shows what is installed.",
+            exit_code=ExitCode.USAGE,
+        )
+    if name not in PROVIDERS:
+        raise GtdError(f"unknown provider '{name}' (expected auto, {', '.join(PROVIDERS)})", exit_code=ExitCode.USAGE)
+    provider = _make(name, config)
+    if not provider.is_installed():
+        raise GtdError(f"provider '{name}': `{provider.executable}` is not on PATH. Install it: {INSTALL_HINTS[name]}",
+                       exit_code=ExitCode.USAGE)
+    return provider
+
+
+def provider_report() -> list[dict]:
+    """Each real CLI's presence and version (for `gtd doctor`)."""
+    report = []
+    for name in AUTO_ORDER:
+        try:
+            provider = _make(name, GtdConfig())
+        except ImportError as exc:
+            report.append({"name": name, "installed": False, "path": None, "version": None, "fix": str(exc)})
+            continue
+        path = provider.executable_path()
+        report.append({
+            "name": name,
+            "installed": path is not None,
+            "path": path,
+            "version": provider.version() if path else None,
+            "fix": "" if path else f"install it: {INSTALL_HINTS[name]}",
+        })
+    return report

@@ -1,0 +1,270 @@
+"""Run one agent CLI for one request: the same loop, guards and timeouts for every provider.
+
+The provider only describes argv/env and parses lines; this module starts the CLI through a
+launcher (the sandbox session, or a direct launcher in tests), watches its stream and stops
+its whole process group at once when it calls a forbidden tool, goes silent for too long,
+runs past the hard cap, or the user presses Ctrl-C. Headless never hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import IO, Callable, Literal, Protocol, Sequence
+
+from gtd.providers.base import AgentRequest, Provider
+from gtd.providers.events import AgentEvent, EventKind
+
+STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a failure
+NOISE_LINES = 20  # non-event stdout lines kept for the error message
+READER_JOIN_SECONDS = 2.0
+EXIT_GRACE_SECONDS = 2.0  # after the CLI exits, how long its leftovers may keep stdout open  # after the kill, how long to wait for the pipes to drain
+
+Stopped = Literal[None, "forbidden_tool", "inactivity_timeout", "run_timeout", "interrupted"]
+
+
+class ProcessLauncher(Protocol):
+    """Starts a command in its own process group (start_new_session): the sandbox session implements it."""
+
+    def popen(self, argv: Sequence[str], *, cwd, env: dict | None = None, stdin=None, stdout=None,
+              stderr=None) -> subprocess.Popen: ...
+
+
+class TimeoutSettings(Protocol):
+    inactivity_seconds: float
+    run_seconds: float
+
+
+@dataclass
+class AgentResult:
+    ok: bool
+    events: list[AgentEvent]
+    session_id: str | None
+    error: str | None
+    exit_code: int | None
+    stopped: Stopped = None
+    forbidden_tool: str | None = None
+    stderr: str = ""  # the tail of the CLI's stderr, for diagnostics
+
+    def text(self) -> str:
+        """All assistant text of the run, in order."""
+        return "\n".join(e.text for e in self.events if e.kind == EventKind.TEXT and e.text)
+
+
+def process_group(proc: subprocess.Popen) -> int | None:
+    """The command's own process group id, or None if the launcher did not give it one."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return None
+    return pgid if pgid == proc.pid and pgid != os.getpgrp() else None
+
+
+def kill_process_group(proc: subprocess.Popen, pgid: int | None) -> None:
+    """SIGKILL the command's whole process group (also after the leader exited: its children remain)."""
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+class _Activity:
+    """The time of the last output on stdout or stderr (any output counts as activity)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def touch(self) -> None:
+        with self._lock:
+            self._last = time.monotonic()
+
+    @property
+    def last(self) -> float:
+        with self._lock:
+            return self._last
+
+
+def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: _Activity) -> None:
+    try:
+        for line in iter(pipe.readline, b""):
+            activity.touch()
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(None)
+
+
+def _read_stderr(pipe: IO[bytes], tail: deque, activity: _Activity) -> None:
+    size = 0
+    try:
+        while True:
+            chunk = pipe.read1(4096) if hasattr(pipe, "read1") else pipe.read(4096)
+            if not chunk:
+                return
+            activity.touch()
+            tail.append(chunk)
+            size += len(chunk)
+            while size > STDERR_LIMIT and len(tail) > 1:
+                size -= len(tail.popleft())
+    except (OSError, ValueError):
+        pass
+
+
+def _write_stdin(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        pipe.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def run_agent(
+    provider: Provider,
+    request: AgentRequest,
+    launcher: ProcessLauncher,
+    *,
+    timeouts: TimeoutSettings,
+    on_event: Callable[[AgentEvent], None] | None = None,
+) -> AgentResult:
+    spec = provider.command(request)
+    proc = launcher.popen(
+        spec.argv,
+        cwd=request.cwd,
+        env=spec.env,
+        stdin=subprocess.PIPE if spec.stdin_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pgid = process_group(proc)
+    started = time.monotonic()
+    activity = _Activity()
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    stderr_tail: deque[bytes] = deque()
+    threads = [
+        threading.Thread(target=_read_stdout, args=(proc.stdout, lines, activity), daemon=True),
+        threading.Thread(target=_read_stderr, args=(proc.stderr, stderr_tail, activity), daemon=True),
+    ]
+    if spec.stdin_data is not None:
+        threads.append(threading.Thread(target=_write_stdin, args=(proc.stdin, spec.stdin_data), daemon=True))
+    for t in threads:
+        t.start()
+
+    events: list[AgentEvent] = []
+    noise: deque[str] = deque(maxlen=NOISE_LINES)
+    stopped: Stopped = None
+    forbidden: str | None = None
+    stdout_open = True
+    exited_at: float | None = None
+    try:
+        while True:
+            now = time.monotonic()
+            if now - started >= timeouts.run_seconds:
+                stopped = "run_timeout"
+            elif now - activity.last >= timeouts.inactivity_seconds:
+                stopped = "inactivity_timeout"
+            if stopped:
+                kill_process_group(proc, pgid)
+                break
+            wait = min(timeouts.run_seconds - (now - started), timeouts.inactivity_seconds - (now - activity.last))
+            wait = max(0.01, min(wait, 0.5))
+            if not stdout_open:
+                try:
+                    proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            try:
+                raw = lines.get(timeout=wait)
+            except queue.Empty:
+                if proc.poll() is not None:  # exited, but a leftover child holds stdout open
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at >= EXIT_GRACE_SECONDS:
+                        kill_process_group(proc, pgid)
+                        stdout_open = False
+                continue
+            if raw is None:
+                stdout_open = False
+                continue
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                parsed = provider.parse_line(line)
+            except Exception:  # noqa: BLE001 - a line we cannot read is not an event, never a crash
+                parsed = []
+            if not parsed:
+                noise.append(line[:500])
+            for event in parsed:
+                if event.kind == EventKind.TOOL_CALL and event.tool in provider.forbidden_tools:
+                    kill_process_group(proc, pgid)  # at once, before anyone else looks at the event
+                    stopped, forbidden = "forbidden_tool", event.tool
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
+                if stopped:
+                    break
+            if stopped:
+                break
+    except BaseException:  # KeyboardInterrupt above all: nothing the agent started may outlive gtd
+        kill_process_group(proc, pgid)
+        _finish(proc, pgid, threads)
+        raise
+
+    _finish(proc, pgid, threads)
+    kill_process_group(proc, pgid)  # leftovers in the group (background shells) do not outlive the run
+    stderr_text = b"".join(stderr_tail).decode("utf-8", "replace")
+    exit_code = proc.returncode
+    if stopped:
+        reasons = {
+            "forbidden_tool": f"the agent called the forbidden tool '{forbidden}' and was stopped",
+            "inactivity_timeout": f"no output for {timeouts.inactivity_seconds:g}s: the agent was stopped",
+            "run_timeout": f"the run exceeded {timeouts.run_seconds:g}s: the agent was stopped",
+        }
+        session_id = next((e.session_id for e in events if e.session_id), None)
+        return AgentResult(False, events, session_id, reasons.get(stopped, stopped), exit_code, stopped, forbidden,
+                           stderr_text)
+
+    outcome = provider.outcome(exit_code, events)
+    session_id = outcome.session_id or next((e.session_id for e in events if e.session_id), None)
+    error = outcome.error
+    if not outcome.ok and not error:
+        detail = stderr_text.strip()[-2000:] or "\n".join(noise)[-2000:]
+        error = f"{provider.name} exited with status {exit_code}" + (f": {detail}" if detail else "")
+    return AgentResult(outcome.ok, events, session_id, error, exit_code, None, None, stderr_text)
+
+
+def _finish(proc: subprocess.Popen, pgid: int | None, threads: list[threading.Thread]) -> None:
+    """Reap the process and let the reader threads drain (bounded: an escaped child may hold a pipe)."""
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill_process_group(proc, pgid)
+        proc.wait()
+    deadline = time.monotonic() + READER_JOIN_SECONDS
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            if pipe is not None and not any(t.is_alive() for t in threads):
+                pipe.close()
+        except OSError:
+            pass

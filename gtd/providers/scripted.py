@@ -1,0 +1,90 @@
+"""The `scripted` provider: runs gtd.providers.scripted_agent, no model and no network needed.
+
+It goes through exactly the same runner, sandbox and forbidden-tools guard as the real CLIs,
+which is what makes the offline demo and the workflow tests meaningful.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+from gtd.errors import ConfigError
+from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.guard import forbidden_tools
+from gtd.providers.scripted_agent import TURNS_ENV, ScriptError, validate_script
+
+DEMO_SCRIPT = "demo-script.json"
+
+
+def default_script_path() -> Path:
+    return Path(str(resources.files("gtd.data").joinpath(DEMO_SCRIPT)))
+
+
+class ScriptedProvider(Provider):
+    name = "scripted"
+    executable = sys.executable
+    forbidden_tools = forbidden_tools("scripted")
+
+    def __init__(self, script: str | Path | None = None, *, config_file: str = "config: script"):
+        self.script_path = Path(script).expanduser() if script else default_script_path()
+        self._config_file = config_file
+
+    def executable_path(self) -> str | None:
+        return sys.executable
+
+    def version(self) -> str | None:
+        from gtd import __version__ as gtd_version  # noqa: PLC0415
+
+        return gtd_version
+
+    def sandbox_needs(self) -> SandboxNeeds:
+        return SandboxNeeds()
+
+    def load_script(self, base: Path | None = None) -> dict[str, list[dict]]:
+        """Read and check the whole script on the host; a bad script is a usage error naming the place."""
+        path = self.script_path if self.script_path.is_absolute() or base is None else base / self.script_path
+        try:
+            data = json.loads(path.read_text())
+        except OSError as exc:
+            raise ConfigError(self._config_file, "script", f"cannot read {path}: {exc.strerror or exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(str(path), "", f"not valid JSON: {exc}") from exc
+        try:
+            return validate_script(data, source=str(path))
+        except ScriptError as exc:
+            raise ConfigError(str(path), "", str(exc).removeprefix(f"{path}: ")) from exc
+
+    def command(self, request: AgentRequest) -> CommandSpec:
+        script = self.load_script(Path(request.cwd))
+        argv = [sys.executable, "-P", "-m", "gtd.providers.scripted_agent", "--phase", request.phase.value]
+        if request.resume_session:
+            argv += ["--session", request.resume_session]
+        argv.append(str(self.script_path))
+        env = {TURNS_ENV: json.dumps(script.get(request.phase.value, []))}
+        return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
+
+    def parse_line(self, line: str) -> list[AgentEvent]:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(data, dict) or "kind" not in data:
+            return []
+        try:
+            return [AgentEvent.from_dict(data)]
+        except (ValueError, TypeError):
+            return []
+
+    def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome:
+        session_id = next((e.session_id for e in events if e.session_id), None)
+        errors = [e.text for e in events if e.kind == EventKind.ERROR and e.text]
+        ended = any(e.kind == EventKind.END and not e.is_error for e in events)
+        if exit_code == 0 and ended and not errors:
+            return AgentOutcome(True, None, session_id)
+        reason = "; ".join(errors) or (f"the scripted agent exited with status {exit_code}" if exit_code else
+                                        "the scripted agent ended without finishing")
+        return AgentOutcome(False, reason, session_id)

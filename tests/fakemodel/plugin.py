@@ -1,0 +1,1 @@
+"""pytest plugin: the `fake_model` fixture (placeholder until the server lands)."""

@@ -1,0 +1,63 @@
+"""Fixtures for provider tests: a direct launcher (no sandbox) and helpers to write scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level, Phase
+from provider_support import DirectLauncher
+
+pytest_plugins = ["fakemodel.plugin"]
+
+
+@pytest.fixture
+def launcher():
+    direct = DirectLauncher()
+    yield direct
+    for proc in direct.started:  # never leave anything behind, whatever the test did
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    d = tmp_path / "work"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def write_script(tmp_path):
+    def write(data: dict, name: str = "script.json") -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def sandbox_session(tmp_path, isolated_home):
+    """Factory for a real sandbox session (bwrap) over a workspace, closed after the test."""
+    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.session import open_sandbox
+
+    opened = []
+
+    def make(workspace: Path, *, level: Level = Level.READWRITE, phase: Phase | None = None, needs=None,
+             config: GtdConfig | None = None):
+        policy = build_policy(config or GtdConfig(), workspace=workspace, level=level, phase=phase, needs=needs,
+                              home=isolated_home)
+        session = open_sandbox(policy)
+        opened.append(session)
+        return session
+
+    yield make
+    for session in opened:
+        session.close()
