@@ -1,0 +1,5 @@
+"""The fake model server used by the test suite (see fakemodel.server)."""
+
+from fakemodel.server import FakeModelServer, Step, error, say, shell, tool
+
+__all__ = ["FakeModelServer", "Step", "error", "say", "shell", "tool"]

@@ -1,0 +1,172 @@
+"""Claude Code (`claude -p --output-format stream-json`), parsed into the common event model.
+
+Permissions: the OS sandbox is the boundary, so in phases that may edit the workspace claude runs
+with `bypassPermissions` (IS_SANDBOX=1 makes that allowed as root). In phases restricted to a few
+files (plan: TODO.md) it runs in `dontAsk` mode with an allow-list: every non-editing tool, plus
+Edit/Write on exactly those files. The interactive tools are removed with `--disallowedTools`
+and watched for in the stream by the runner either way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
+from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.guard import CLAUDE_EDIT_TOOLS, CLAUDE_INTERACTIVE, CLAUDE_TOOLS
+from gtd.providers.version import cli_version
+
+CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
+                  "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")
+# Files in the config dir that grant powers: written by gtd, read-only for the agent.
+PROTECTED_NAMES = ("settings.json", "settings.local.json", ".claude.json", "CLAUDE.md", "hooks", "plugins",
+                   "commands", "agents", "skills", "output-styles", "keybindings.json", ".credentials.json")
+
+
+class ClaudeProvider(Provider):
+    name = "claude"
+    executable = "claude"
+    forbidden_tools = CLAUDE_INTERACTIVE
+
+    def __init__(self, config_dir: Path | None = None):
+        self.config_dir = config_dir or agent_dir("claude")
+
+    def version(self) -> str | None:
+        path = self.executable_path()
+        return cli_version(path) if path else None
+
+    def sandbox_needs(self) -> SandboxNeeds:
+        return SandboxNeeds(
+            model_hosts=[host_port(anthropic_base_url() or ANTHROPIC_DEFAULT)],
+            writable_dirs=[self.config_dir],
+            protected_paths=[self.config_dir / name for name in PROTECTED_NAMES],
+            env_passthrough=list(CREDENTIAL_ENV),
+        )
+
+    def prepare(self) -> None:
+        """Write the config files the agent must not choose itself (before every run, on the host)."""
+        write_json(self.config_dir / "settings.json", {
+            "permissions": {"deny": sorted(CLAUDE_INTERACTIVE)},
+            "disableAllHooks": True,
+            "enableAllProjectMcpServers": False,
+            "includeCoAuthoredBy": False,
+        })
+        # Reset each run: an MCP server or allow-rule planted here must not survive into the next run.
+        write_json(self.config_dir / ".claude.json", {"hasCompletedOnboarding": True, "autoUpdates": False})
+        _link_user_credentials(self.config_dir)
+
+    def command(self, request: AgentRequest) -> CommandSpec:
+        self.prepare()
+        argv = [self.executable_path() or self.executable, "-p", "--output-format", "stream-json", "--verbose"]
+        disallowed = set(CLAUDE_INTERACTIVE)
+        if request.editable_paths is None:
+            argv += ["--permission-mode", "bypassPermissions"]
+        else:
+            allowed = sorted(CLAUDE_TOOLS - CLAUDE_INTERACTIVE - CLAUDE_EDIT_TOOLS)
+            for path in request.editable_paths:
+                allowed += [f"Edit(./{path})", f"Write(./{path})"]
+            disallowed |= {"NotebookEdit"}
+            argv += ["--permission-mode", "dontAsk", "--allowedTools=" + ",".join(allowed)]
+        argv.append("--disallowedTools=" + ",".join(sorted(disallowed)))
+        if request.model:
+            argv += ["--model", request.model]
+        if request.system_prompt:
+            argv += ["--append-system-prompt", request.system_prompt]
+        if request.resume_session:
+            argv += ["--resume", request.resume_session]
+        env = {
+            "CLAUDE_CONFIG_DIR": str(self.config_dir),
+            "IS_SANDBOX": "1",  # we are: allows bypassPermissions as root
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "2",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+        # The prompt goes on stdin: no argv length limit, and `-p` reads it from there.
+        return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
+
+    def parse_line(self, line: str) -> list[AgentEvent]:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type")
+        if kind == "system" and data.get("subtype") == "init":
+            return [AgentEvent(EventKind.START, session_id=data.get("session_id"), model=data.get("model"),
+                               tools=list(data.get("tools") or []), raw=data)]
+        if kind == "assistant":
+            return [e for block in _blocks(data) for e in _assistant_block(block, data)]
+        if kind == "user":
+            return [e for block in _blocks(data) for e in _tool_result(block, data)]
+        if kind == "result":
+            is_error = bool(data.get("is_error")) or data.get("subtype", "success") != "success"
+            return [AgentEvent(EventKind.END, text=data.get("result") if isinstance(data.get("result"), str) else None,
+                               session_id=data.get("session_id"), usage=data.get("usage"),
+                               cost_usd=data.get("total_cost_usd"), is_error=is_error, raw=data)]
+        return []
+
+    def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome:
+        session_id = next((e.session_id for e in events if e.session_id), None)
+        result = next((e for e in reversed(events) if e.kind == EventKind.END), None)
+        if result is None:
+            return AgentOutcome(False, f"claude exited with status {exit_code} without a result", session_id)
+        if result.is_error:
+            raw = result.raw or {}
+            status = raw.get("api_error_status")
+            detail = result.text or raw.get("subtype") or "error"
+            errors = raw.get("errors")
+            if isinstance(errors, list) and errors:
+                detail += ": " + "; ".join(str(e) for e in errors[:3])
+            return AgentOutcome(False, f"claude reported an error{f' (API status {status})' if status else ''}: {detail}",
+                                session_id)
+        if exit_code != 0:
+            return AgentOutcome(False, f"claude exited with status {exit_code}", session_id)
+        return AgentOutcome(True, None, session_id)
+
+
+def _blocks(data: dict) -> list[dict]:
+    content = (data.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _assistant_block(block: dict, data: dict) -> list[AgentEvent]:
+    if block.get("type") == "text" and block.get("text"):
+        return [AgentEvent(EventKind.TEXT, text=block["text"], raw=data)]
+    if block.get("type") == "tool_use":
+        tool_input = block.get("input") if isinstance(block.get("input"), dict) else {"input": block.get("input")}
+        return [AgentEvent(EventKind.TOOL_CALL, tool=block.get("name"), tool_input=tool_input, tool_id=block.get("id"),
+                           raw=data)]
+    return []
+
+
+def _tool_result(block: dict, data: dict) -> list[AgentEvent]:
+    if block.get("type") != "tool_result":
+        return []
+    return [AgentEvent(EventKind.TOOL_RESULT, tool_id=block.get("tool_use_id"), text=_text_of(block.get("content")),
+                       is_error=bool(block.get("is_error")), raw=data)]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+def _link_user_credentials(config_dir: Path) -> None:
+    """Let a `claude login` session work: the user's credentials file, read through a link (never copied)."""
+    own = Path.home() / ".claude" / ".credentials.json"
+    link = config_dir / ".credentials.json"
+    if own.is_file() and not link.exists() and not link.is_symlink():
+        try:
+            link.symlink_to(own)
+        except OSError:
+            pass

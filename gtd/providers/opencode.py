@@ -1,0 +1,186 @@
+"""opencode (`opencode run --format json`), parsed into the common event model.
+
+opencode has no system-prompt or tool flags: gtd passes a whole config in OPENCODE_CONFIG_CONTENT
+(nothing is written to the repo) defining a `gtd` agent with the phase's system prompt and a
+`permission` map: interactive tools denied (which removes them), edits limited to the phase's
+files where the phase restricts them, everything else allowed (the OS sandbox is the boundary;
+an `ask` would be auto-rejected headless and stop the agent).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
+                                     openai_base_url, with_v1)
+from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.guard import OPENCODE_INTERACTIVE
+from gtd.providers.version import cli_version
+
+CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                  "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GROQ_API_KEY",
+                  "DEEPSEEK_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY")
+OPENAI_COMPATIBLE = "gtd-openai"  # the provider id gtd defines for OPENAI_BASE_URL
+AGENT = "gtd"
+# opencode's XDG dirs under gtd's agent dir; config/ holds only files gtd writes.
+XDG = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME": "cache"}
+
+
+class OpencodeProvider(Provider):
+    name = "opencode"
+    executable = "opencode"
+    forbidden_tools = OPENCODE_INTERACTIVE
+
+    def __init__(self, home: Path | None = None):
+        self.home = home or agent_dir("opencode")
+
+    def version(self) -> str | None:
+        path = self.executable_path()
+        return cli_version(path) if path else None
+
+    def sandbox_needs(self) -> SandboxNeeds:
+        hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
+        return SandboxNeeds(
+            model_hosts=list(dict.fromkeys(hosts)),
+            writable_dirs=[self.home / d for d in ("data", "state", "cache")],
+            protected_paths=[self.home / "config"],
+            env_passthrough=list(CREDENTIAL_ENV),
+        )
+
+    def config(self, request: AgentRequest) -> dict:
+        """The whole opencode config for one run."""
+        permission: dict = {"*": "allow", "external_directory": "allow", "doom_loop": "allow"}
+        for name in sorted(OPENCODE_INTERACTIVE):
+            permission[name] = "deny"
+        if request.editable_paths is not None:
+            edit = {"*": "deny"}
+            for path in request.editable_paths:
+                edit[path] = "allow"
+                edit[str(Path(request.cwd) / path)] = "allow"
+            permission["edit"] = edit
+        agent = {"mode": "primary", "permission": permission,
+                 "description": f"gtd {request.phase.value} phase (headless)"}
+        if request.system_prompt:
+            agent["prompt"] = request.system_prompt
+        config: dict = {
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False,
+            "share": "disabled",
+            "permission": permission,
+            "agent": {AGENT: agent},
+        }
+        providers = _providers(request.model)
+        if providers:
+            config["provider"] = providers
+        return config
+
+    def command(self, request: AgentRequest) -> CommandSpec:
+        write_json(self.home / "config" / "opencode" / "opencode.json", {"$schema": "https://opencode.ai/config.json"})
+        argv = [self.executable_path() or self.executable, "run", "--format", "json", "--agent", AGENT]
+        if request.model:
+            argv += ["-m", request.model]
+        if request.resume_session:
+            argv += ["--session", request.resume_session]
+        argv += ["--", request.prompt]
+        env = {key: str(self.home / sub) for key, sub in XDG.items()}
+        env.update({
+            "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(request)),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        })
+        return CommandSpec(argv=argv, env=env)
+
+    def parse_line(self, line: str) -> list[AgentEvent]:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(data, dict):
+            return []
+        kind, part = data.get("type"), data.get("part") or {}
+        session_id = data.get("sessionID") or part.get("sessionID")
+        if kind == "step_start":
+            return [AgentEvent(EventKind.START, session_id=session_id, raw=data)]
+        if kind == "text" and part.get("text"):
+            return [AgentEvent(EventKind.TEXT, text=part["text"], session_id=session_id, raw=data)]
+        if kind == "tool_use":
+            state = part.get("state") or {}
+            status = state.get("status")
+            tool_input = state.get("input") if isinstance(state.get("input"), dict) else {}
+            name = part.get("tool")
+            if name == "invalid" and isinstance(tool_input.get("tool"), str):
+                # A removed (denied) or unknown tool comes back as `invalid`: the model still called it.
+                name = tool_input["tool"]
+            call = AgentEvent(EventKind.TOOL_CALL, tool=name, tool_input=tool_input,
+                              tool_id=part.get("callID") or part.get("id"), session_id=session_id, raw=data)
+            if status not in ("completed", "error"):
+                return [call]
+            output = state.get("output") if status == "completed" else state.get("error")
+            result = AgentEvent(EventKind.TOOL_RESULT, tool=name, tool_id=call.tool_id,
+                                text=output if isinstance(output, str) else json.dumps(output),
+                                is_error=status == "error" or part.get("tool") == "invalid" or _metadata_error(state), session_id=session_id, raw=data)
+            return [call, result]
+        if kind == "step_finish":
+            if part.get("reason") == "tool-calls":  # a step of the loop, not the end of the run
+                return []
+            tokens = part.get("tokens")
+            return [AgentEvent(EventKind.END, session_id=session_id, usage=tokens if isinstance(tokens, dict) else None,
+                               cost_usd=part.get("cost"), text=part.get("reason"), raw=data)]
+        if kind == "error":
+            return [AgentEvent(EventKind.ERROR, text=_error_text(data.get("error")), session_id=session_id,
+                               is_error=True, raw=data)]
+        return []
+
+    def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome:
+        session_id = next((e.session_id for e in events if e.session_id), None)
+        errors = [e.text for e in events if e.kind == EventKind.ERROR]
+        if errors:
+            return AgentOutcome(False, "opencode reported an error: " + "; ".join(t or "unknown error" for t in errors),
+                                session_id)
+        if exit_code != 0:
+            return AgentOutcome(False, f"opencode exited with status {exit_code}", session_id)
+        finals = [e for e in events if e.kind == EventKind.END]
+        if not finals:
+            return AgentOutcome(False, "opencode finished without completing a step", session_id)
+        return AgentOutcome(True, None, session_id)
+
+
+def _metadata_error(state: dict) -> bool:
+    """bash reports a non-zero exit in metadata, not as a failed tool."""
+    meta = state.get("metadata") or {}
+    code = meta.get("exit")
+    return isinstance(code, int) and code != 0
+
+
+def _error_text(error) -> str:
+    if not isinstance(error, dict):
+        return str(error or "unknown error")
+    data = error.get("data") or {}
+    message = data.get("message") if isinstance(data, dict) else None
+    name = error.get("name") or "Error"
+    status = data.get("statusCode") if isinstance(data, dict) else None
+    return f"{name}{f' (status {status})' if status else ''}: {message or json.dumps(data)[:500]}"
+
+
+def _providers(model: str | None) -> dict:
+    """Provider definitions for custom endpoints (ANTHROPIC_BASE_URL / OPENAI_BASE_URL), with the model declared."""
+    provider_id, _, model_id = (model or "").partition("/")
+    out: dict = {}
+    if openai_base_url():
+        out[OPENAI_COMPATIBLE] = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "OpenAI-compatible endpoint (OPENAI_BASE_URL)",
+            "options": {"baseURL": openai_base_url(), "apiKey": "{env:OPENAI_API_KEY}"},
+            "models": {model_id: {"name": model_id, "tool_call": True}} if provider_id == OPENAI_COMPATIBLE and model_id else {},
+        }
+    if anthropic_base_url():
+        entry: dict = {"options": {"baseURL": with_v1(anthropic_base_url())}}
+        if provider_id == "anthropic" and model_id:
+            entry["models"] = {model_id: {"name": model_id, "tool_call": True}}
+        out["anthropic"] = entry
+    return out

@@ -1,0 +1,164 @@
+"""pi (`pi -p --mode json`), parsed into the common event model.
+
+pi has no permission prompts and no interactive tools; tools can only be chosen with `--tools`.
+It cannot limit edits to one file, so in restricted phases it keeps its edit tools and the OS
+sandbox alone keeps writes to the phase's file. In json mode pi exits 0 even when the API call
+failed: the error is only in the final assistant message (`stopReason: "error"`, `errorMessage`),
+so the outcome is read from the stream, not the exit status.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
+                                     openai_base_url, strip_v1)
+from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.guard import PI_INTERACTIVE
+from gtd.providers.version import cli_version
+
+CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",
+                  "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "XAI_API_KEY",
+                  "MISTRAL_API_KEY", "DEEPSEEK_API_KEY")
+TOOLS = ("read", "bash", "edit", "write")  # grep/find/ls need rg/fd on PATH (else pi downloads them)
+OPENAI_COMPATIBLE = "gtd-openai"
+PROTECTED_NAMES = ("settings.json", "models.json", "auth.json", "extensions", "hooks", "prompts", "skills",
+                   "themes", "tools", "AGENTS.md", "SYSTEM.md", "keybindings.json")
+
+
+class PiProvider(Provider):
+    name = "pi"
+    executable = "pi"
+    forbidden_tools = PI_INTERACTIVE
+
+    def __init__(self, home: Path | None = None):
+        self.home = home or agent_dir("pi")
+
+    def version(self) -> str | None:
+        path = self.executable_path()
+        return cli_version(path) if path else None
+
+    def sandbox_needs(self) -> SandboxNeeds:
+        hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
+        return SandboxNeeds(
+            model_hosts=list(dict.fromkeys(hosts)),
+            writable_dirs=[self.home],
+            protected_paths=[self.home / name for name in PROTECTED_NAMES],
+            env_passthrough=list(CREDENTIAL_ENV),
+        )
+
+    def prepare(self, request: AgentRequest) -> None:
+        """gtd's own settings and model definitions, rewritten before every run (read-only inside)."""
+        write_json(self.home / "settings.json", {"quietStartup": True, "collapseChangelog": True})
+        write_json(self.home / "models.json", {"providers": _providers(request.model)})
+
+    def command(self, request: AgentRequest) -> CommandSpec:
+        self.prepare(request)
+        argv = [self.executable_path() or self.executable, "-p", "--mode", "json", "--tools", ",".join(TOOLS),
+                "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
+        if request.model:
+            argv += ["--model", request.model]
+        if request.system_prompt:
+            argv += ["--append-system-prompt", request.system_prompt]
+        if request.resume_session:
+            argv += ["--session", request.resume_session]
+        env = {"PI_CODING_AGENT_DIR": str(self.home), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}
+        # The prompt goes on stdin (pi reads piped stdin as the message): no argv length limit.
+        return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
+
+    def parse_line(self, line: str) -> list[AgentEvent]:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type")
+        if kind == "session":
+            return [AgentEvent(EventKind.START, session_id=data.get("id"), tools=list(TOOLS), raw=data)]
+        if kind == "tool_execution_start":
+            args = data.get("args") if isinstance(data.get("args"), dict) else {}
+            return [AgentEvent(EventKind.TOOL_CALL, tool=data.get("toolName"), tool_input=args,
+                               tool_id=data.get("toolCallId"), raw=data)]
+        if kind == "tool_execution_end":
+            return [AgentEvent(EventKind.TOOL_RESULT, tool=data.get("toolName"), tool_id=data.get("toolCallId"),
+                               text=_result_text(data.get("result")), is_error=bool(data.get("isError")), raw=data)]
+        if kind == "message_end":
+            message = data.get("message") or {}
+            if message.get("role") != "assistant":
+                return []
+            events = []
+            text = "".join(c.get("text", "") for c in message.get("content") or []
+                           if isinstance(c, dict) and c.get("type") == "text")
+            if text:
+                events.append(AgentEvent(EventKind.TEXT, text=text, model=message.get("model"), raw=data))
+            if message.get("stopReason") in ("error", "aborted"):
+                events.append(AgentEvent(EventKind.ERROR, text=message.get("errorMessage") or message["stopReason"],
+                                         is_error=True, raw=data))
+            return events
+        if kind == "agent_end":
+            usage, cost = _usage(data.get("messages") or [])
+            return [AgentEvent(EventKind.END, usage=usage, cost_usd=cost, raw=data)]
+        return []
+
+    def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome:
+        session_id = next((e.session_id for e in events if e.session_id), None)
+        # Retries can fail and then succeed: only an error in the *last* assistant message counts.
+        last = next((e for e in reversed(events) if e.kind in (EventKind.TEXT, EventKind.ERROR, EventKind.TOOL_CALL)),
+                    None)
+        if last is not None and last.kind == EventKind.ERROR:
+            return AgentOutcome(False, f"pi reported an API error: {last.text}", session_id)
+        if exit_code != 0:
+            return AgentOutcome(False, f"pi exited with status {exit_code}", session_id)
+        if not any(e.kind == EventKind.END for e in events):
+            return AgentOutcome(False, "pi finished without ending the agent loop", session_id)
+        return AgentOutcome(True, None, session_id)
+
+
+def _result_text(result) -> str:
+    if isinstance(result, dict):
+        content = result.get("content")
+        if isinstance(content, list):
+            return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
+    if isinstance(result, str):
+        return result
+    return json.dumps(result) if result is not None else ""
+
+
+def _usage(messages: list) -> tuple[dict | None, float | None]:
+    total: dict[str, float] = {}
+    cost = 0.0
+    for m in messages:
+        usage = m.get("usage") if isinstance(m, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
+            if isinstance(usage.get(key), (int, float)):
+                total[key] = total.get(key, 0) + usage[key]
+        c = usage.get("cost")
+        if isinstance(c, dict) and isinstance(c.get("total"), (int, float)):
+            cost += c["total"]
+    return (total or None), (cost if total else None)
+
+
+def _providers(model: str | None) -> dict:
+    """Custom endpoints from ANTHROPIC_BASE_URL / OPENAI_BASE_URL, with the requested model declared."""
+    provider_id, _, model_id = (model or "").partition("/")
+    out: dict = {}
+    if openai_base_url():
+        out[OPENAI_COMPATIBLE] = {
+            "baseUrl": openai_base_url(),
+            "api": "openai-completions",
+            "apiKey": "OPENAI_API_KEY",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": model_id}] if provider_id == OPENAI_COMPATIBLE and model_id else [],
+        }
+    if anthropic_base_url():
+        entry: dict = {"baseUrl": strip_v1(anthropic_base_url())}
+        if provider_id == "anthropic" and model_id:
+            entry.update(api="anthropic-messages", apiKey="ANTHROPIC_API_KEY", models=[{"id": model_id}])
+        out["anthropic"] = entry
+    return out

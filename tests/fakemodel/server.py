@@ -1,0 +1,320 @@
+"""A fake model API on loopback: Anthropic Messages (SSE) and OpenAI chat completions (streaming).
+
+Enough to drive the real agent CLIs end to end without a model. Each test scripts what the
+"model" does as a list of steps; the server decides from the request alone which step is due
+(the number of tool-calling assistant turns already in the conversation), so retries and side
+requests do not shift the script:
+
+    server.script([shell("echo hi > f"), say("done")])      # call the shell tool, then finish
+    server.script([tool("AskUserQuestion", {...})])          # call any tool by its wire name
+    server.fail(401, "invalid x-api-key")                    # every model request fails
+
+Requests without tools (titles, summaries) get a short text answer. Every request is recorded
+in `server.requests` (path + parsed body) for assertions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SHELL_TOOL_NAMES = ("Bash", "bash")  # claude, opencode / pi
+
+
+@dataclass
+class Step:
+    text: str | None = None
+    tool: str | None = None  # a wire name, or "<shell>" for whichever shell tool the CLI offers
+    input: dict[str, Any] = field(default_factory=dict)
+    error: tuple[int, str] | None = None  # answer this step with an HTTP error
+
+
+def say(text: str) -> Step:
+    return Step(text=text)
+
+
+def shell(command: str, text: str | None = None) -> Step:
+    return Step(text=text, tool="<shell>", input={"command": command})
+
+
+def tool(name: str, input: dict[str, Any] | None = None, text: str | None = None) -> Step:
+    return Step(text=text, tool=name, input=dict(input or {}))
+
+
+def error(status: int, message: str) -> Step:
+    return Step(error=(status, message))
+
+
+@dataclass
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    api: str  # "anthropic" | "openai"
+    side: bool  # a request without tools (title etc.)
+
+
+class FakeModelServer:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._steps: list[Step] = [say("done")]
+        self._fail: tuple[int, str] | None = None
+        self._lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        self._ids = itertools.count(1)
+        self._httpd = ThreadingHTTPServer((host, 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    # -- scripting ---------------------------------------------------------------------------
+    def script(self, steps: list[Step]) -> None:
+        with self._lock:
+            self._steps, self._fail = list(steps), None
+
+    def fail(self, status: int, message: str) -> None:
+        with self._lock:
+            self._fail = (status, message)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def host_port(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "FakeModelServer":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeModelServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- decisions ---------------------------------------------------------------------------
+    def main_requests(self) -> list[Recorded]:
+        """The requests that offered tools (the agent loop, not titles)."""
+        return [r for r in self.requests if not r.side]
+
+    def decide(self, api: str, body: dict) -> Step:
+        with self._lock:
+            if self._fail:
+                return Step(error=self._fail)
+            offered = _tool_names(api, body)
+            if not offered:
+                return say("Fake title")
+            done = _tool_turns(api, body)
+            step = self._steps[done] if done < len(self._steps) else say("done")
+        if step.tool == "<shell>":
+            name = next((n for n in SHELL_TOOL_NAMES if n in offered), None)
+            if name is None:
+                return say(f"no shell tool offered (tools: {sorted(offered)})")
+            schema = _tool_schema(api, body, name)
+            args = dict(step.input)
+            for key in schema.get("required", []):  # e.g. opencode's bash wants a description
+                args.setdefault(key, "run the command" if key == "description" else "")
+            return Step(text=step.text, tool=name, input=args)
+        return step
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids):04d}"
+
+
+def _tool_names(api: str, body: dict) -> set[str]:
+    names = set()
+    for t in body.get("tools") or []:
+        if api == "openai":
+            names.add((t.get("function") or {}).get("name"))
+        else:
+            names.add(t.get("name"))
+    return {n for n in names if n}
+
+
+def _tool_schema(api: str, body: dict, name: str) -> dict:
+    for t in body.get("tools") or []:
+        if api == "openai" and (t.get("function") or {}).get("name") == name:
+            return t["function"].get("parameters") or {}
+        if api == "anthropic" and t.get("name") == name:
+            return t.get("input_schema") or {}
+    return {}
+
+
+def _tool_turns(api: str, body: dict) -> int:
+    """How many assistant turns in the conversation called a tool: the index of the step due now."""
+    count = 0
+    for m in body.get("messages") or []:
+        if m.get("role") != "assistant":
+            continue
+        if api == "openai":
+            count += bool(m.get("tool_calls"))
+        else:
+            content = m.get("content")
+            count += isinstance(content, list) and any(b.get("type") == "tool_use" for b in content if isinstance(b, dict))
+    return count
+
+
+def _sse(event: str | None, data: Any) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return ((f"event: {event}\n" if event else "") + f"data: {payload}\n\n").encode()
+
+
+def _anthropic_events(server: FakeModelServer, body: dict, step: Step) -> list[bytes]:
+    model = body.get("model", "fake-model")
+    out = [_sse("message_start", {"type": "message_start", "message": {
+        "id": server.next_id("msg"), "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}}})]
+    index = 0
+    if step.text:
+        out.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                                                "content_block": {"type": "text", "text": ""}}))
+        out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                "delta": {"type": "text_delta", "text": step.text}}))
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    if step.tool:
+        out.append(_sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": server.next_id("toolu"), "name": step.tool, "input": {}}}))
+        out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                "delta": {"type": "input_json_delta", "partial_json": json.dumps(step.input)}}))
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    out.append(_sse("message_delta", {"type": "message_delta", "delta": {
+        "stop_reason": "tool_use" if step.tool else "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 7}}))
+    out.append(_sse("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def _anthropic_message(server: FakeModelServer, body: dict, step: Step) -> dict:
+    content: list[dict] = []
+    if step.text:
+        content.append({"type": "text", "text": step.text})
+    if step.tool:
+        content.append({"type": "tool_use", "id": server.next_id("toolu"), "name": step.tool, "input": step.input})
+    return {"id": server.next_id("msg"), "type": "message", "role": "assistant", "model": body.get("model", "fake-model"),
+            "content": content, "stop_reason": "tool_use" if step.tool else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 7}}
+
+
+def _openai_chunks(server: FakeModelServer, body: dict, step: Step) -> list[bytes]:
+    cid, model = server.next_id("chatcmpl"), body.get("model", "fake-model")
+
+    def chunk(delta: dict, finish: str | None = None, **extra) -> bytes:
+        return _sse(None, {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if step.text:
+        out.append(chunk({"content": step.text}))
+    if step.tool:
+        out.append(chunk({"tool_calls": [{"index": 0, "id": server.next_id("call"), "type": "function",
+                                          "function": {"name": step.tool, "arguments": json.dumps(step.input)}}]}))
+    usage = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+    out.append(chunk({}, "tool_calls" if step.tool else "stop"))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        out.append(_sse(None, {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                               "choices": [], "usage": usage}))
+    out.append(_sse(None, "[DONE]"))
+    return out
+
+
+def _error_body(api: str, status: int, message: str) -> dict:
+    if api == "openai":
+        return {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 429: "rate_limit_error"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _handler(server: FakeModelServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def _json(self, status: int, data: dict) -> None:
+            payload = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _stream(self, chunks: list[bytes]) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for c in chunks:
+                self.wfile.write(c)
+                self.wfile.flush()
+            self.close_connection = True
+
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            if path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            else:
+                self._json(404, {"error": {"message": f"no route {path}"}})
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            path = self.path.split("?")[0]
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b"{}"
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            if path.endswith("/messages/count_tokens"):
+                self._json(200, {"input_tokens": 12})
+                return
+            if path.endswith("/messages"):
+                api = "anthropic"
+            elif path.endswith("/chat/completions"):
+                api = "openai"
+            else:
+                self._json(404, {"error": {"message": f"no route {path}"}})
+                return
+            side = not _tool_names(api, body)
+            server.requests.append(Recorded(path=path, body=body, api=api, side=side))
+            step = server.decide(api, body)
+            if step.error:
+                self._json(step.error[0], _error_body(api, *step.error))
+                return
+            if api == "anthropic":
+                if body.get("stream"):
+                    self._stream(_anthropic_events(server, body, step))
+                else:
+                    self._json(200, _anthropic_message(server, body, step))
+            elif body.get("stream"):
+                self._stream(_openai_chunks(server, body, step))
+            else:
+                message: dict[str, Any] = {"role": "assistant", "content": step.text or ""}
+                if step.tool:
+                    message["tool_calls"] = [{"id": server.next_id("call"), "type": "function",
+                                              "function": {"name": step.tool, "arguments": json.dumps(step.input)}}]
+                self._json(200, {"id": server.next_id("chatcmpl"), "object": "chat.completion", "created": 0,
+                                 "model": body.get("model", "fake-model"),
+                                 "choices": [{"index": 0, "message": message,
+                                              "finish_reason": "tool_calls" if step.tool else "stop"}],
+                                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}})
+
+    return Handler
