@@ -28,6 +28,12 @@ BASE_ARGS = (
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--proc", "/proc",
+    # bwrap covers /proc/sys only if access(W_OK) on the directory succeeds, which it never does, yet
+    # when gtd runs as root, uid 0 inside is global root to sysctl permission checks: without this,
+    # kernel.core_pattern="|cmd" is writable and runs cmd as host root. Each reader still sees its own
+    # namespaces' values (net, uts) through the bound files.
+    "--ro-bind", "/proc/sys", "/proc/sys",
+    "--cap-drop", "ALL",  # bwrap keeps every capability inside when run as root
     "--tmpfs", "/tmp",
 )
 

@@ -1,8 +1,12 @@
 """The seccomp filter applied to every sandboxed command, compiled by libseccomp (pyseccomp).
 
 Why each rule:
-- socket(AF_UNIX): bind mounts do not stop connecting to host unix sockets (docker.sock, ssh-agent,
-  dbus). socketpair() stays allowed: it reaches nothing outside and Node/libuv use it for child stdio.
+- socket() only for AF_INET, AF_INET6 and AF_NETLINK. AF_UNIX: bind mounts do not stop connecting to
+  host unix sockets (docker.sock, ssh-agent, dbus). AF_VSOCK is not network-namespaced (it reaches the
+  hypervisor host and other VMs); packet/XDP/ALG/... sockets are kernel attack surface with no use here.
+  The family is compared as a whole 64-bit register: anything but exactly 2, 10 or 16 is refused, so
+  upper bits (which the kernel drops from an `int` argument) cannot smuggle AF_UNIX past the filter.
+  socketpair() stays allowed: it reaches nothing outside and Node/libuv use it for child stdio.
 - io_uring_*: a second syscall path around these rules.
 - unshare/setns/mount/...: creating namespaces or mounts could undo the read-only binds.
   clone()/clone3 with namespace flags likewise (clone3 gets ENOSYS so libc falls back to clone()).
@@ -61,6 +65,7 @@ CLONE_NAMESPACE_FLAGS = (
     | 0x40000000  # CLONE_NEWNET
     | 0x00000080  # CLONE_NEWTIME
 )
+ALLOWED_SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
 TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
 
@@ -71,7 +76,16 @@ def compile_filter() -> bytes:
 
     eperm = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)
-    f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    for low, high in _gaps(ALLOWED_SOCKET_FAMILIES):
+        if high is None:
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.GT, low - 1))  # low.. up to 2**64-1
+        elif low == high:
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, low))
+        elif low == 0:
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.LT, high + 1))
+        else:
+            for family in range(low, high + 1):
+                f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, family))
     for name in DENIED_SYSCALLS:
         try:
             f.add_rule(eperm, name)
@@ -86,6 +100,16 @@ def compile_filter() -> bytes:
         f.export_bpf(out)
         out.seek(0)
         return out.read()
+
+
+def _gaps(allowed) -> list[tuple[int, int | None]]:
+    """The refused ranges around the allowed values: [(0, 1), (3, 9), (11, 15), (17, None)] for 2, 10, 16."""
+    gaps, start = [], 0
+    for value in sorted(allowed):
+        if value > start:
+            gaps.append((start, value - 1))
+        start = value + 1
+    return gaps + [(start, None)]
 
 
 def _bits(mask: int) -> list[int]:
