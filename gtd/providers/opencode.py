@@ -10,6 +10,7 @@ an `ask` would be auto-rejected headless and stop the agent).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gtd.providers.agent_dirs import agent_dir, write_json
@@ -25,6 +26,7 @@ CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "
                   "DEEPSEEK_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY")
 OPENAI_COMPATIBLE = "gtd-openai"  # the provider id gtd defines for OPENAI_BASE_URL
 AGENT = "gtd"
+GITIGNORE = ("node_modules", "package.json", "package-lock.json", "bun.lock", ".gitignore")
 # opencode's XDG dirs under gtd's agent dir; config/ holds only files gtd writes.
 XDG = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME": "cache"}
 
@@ -77,8 +79,17 @@ class OpencodeProvider(Provider):
             config["provider"] = providers
         return config
 
+    def prepare(self) -> None:
+        """The config dir is read-only inside the sandbox: gtd writes what opencode would create there."""
+        config_dir = self.home / "config" / "opencode"
+        write_json(config_dir / "opencode.json", {"$schema": "https://opencode.ai/config.json"})
+        ignore = config_dir / ".gitignore"
+        if not ignore.is_file():
+            ignore.write_text("".join(f"{name}\n" for name in GITIGNORE))
+
     def command(self, request: AgentRequest) -> CommandSpec:
-        write_json(self.home / "config" / "opencode" / "opencode.json", {"$schema": "https://opencode.ai/config.json"})
+        self.prepare()
+        _ensure_project_dir(Path(request.cwd))
         argv = [self.executable_path() or self.executable, "run", "--format", "json", "--agent", AGENT]
         if request.model:
             argv += ["-m", request.model]
@@ -92,6 +103,7 @@ class OpencodeProvider(Provider):
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_PROJECT_CONFIG": "1",  # gtd alone decides permissions; the repo cannot widen them
         })
         return CommandSpec(argv=argv, env=env)
 
@@ -148,6 +160,18 @@ class OpencodeProvider(Provider):
         if not finals:
             return AgentOutcome(False, "opencode finished without completing a step", session_id)
         return AgentOutcome(True, None, session_id)
+
+
+def _ensure_project_dir(cwd: Path) -> None:
+    """opencode always reads `.opencode/` in the repo. The sandbox protects that path, and a missing
+    protected path becomes a read-only /dev/null placeholder, which opencode cannot read past (ENOTDIR).
+    An empty directory, created here on the host, reads as "no project config" (git ignores it)."""
+    project_dir = cwd / ".opencode"
+    if not os.path.lexists(project_dir):
+        try:
+            project_dir.mkdir()
+        except OSError:
+            pass
 
 
 def _metadata_error(state: dict) -> bool:

@@ -43,12 +43,18 @@ class PiProvider(Provider):
 
     def sandbox_needs(self) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
+        # Only the sessions dir is writable: the rest of the agent dir (settings, models, extensions,
+        # AGENTS.md/SYSTEM.md) is outside every writable root, hence read-only, without placeholders.
         return SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts)),
-            writable_dirs=[self.home],
+            writable_dirs=[self.sessions_dir],
             protected_paths=[self.home / name for name in PROTECTED_NAMES],
             env_passthrough=list(CREDENTIAL_ENV),
         )
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
 
     def prepare(self, request: AgentRequest) -> None:
         """gtd's own settings and model definitions, rewritten before every run (read-only inside)."""
@@ -63,6 +69,7 @@ class PiProvider(Provider):
             argv += ["--model", request.model]
         if request.system_prompt:
             argv += ["--append-system-prompt", request.system_prompt]
+        argv += ["--session-dir", str(self.sessions_dir)]
         if request.resume_session:
             argv += ["--session", request.resume_session]
         env = {"PI_CODING_AGENT_DIR": str(self.home), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}
