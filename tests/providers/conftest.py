@@ -12,7 +12,7 @@ import pytest
 from gtd.config.schema import GtdConfig, Level, Phase
 from provider_support import DirectLauncher
 
-pytest_plugins = ["fakemodel.plugin"]
+from fakemodel.plugin import fake_model  # noqa: F401  (the lead may add pytest_plugins = ["fakemodel.plugin"] to tests/conftest.py instead)
 
 
 @pytest.fixture
