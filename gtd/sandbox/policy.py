@@ -16,6 +16,7 @@ from gtd import paths
 from gtd.config.schema import DEFAULT_DENY_READ, GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.domains import parse_rule
+from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
 
 # The file each read-only phase exists to write.
@@ -36,6 +37,8 @@ class SandboxPolicy:
     enabled: bool = True
     phase: Phase | None = None
     home: Path = field(default_factory=Path.home)
+    # The git metadata present at build time: anything new after a run is quarantined (gitguard).
+    git_state: GitState | None = field(default=None, compare=False, repr=False)
 
     @property
     def unrestricted(self) -> bool:
@@ -137,7 +140,8 @@ def build_policy(
     for rule in (*allow, *deny, *needs.model_hosts):
         parse_rule(rule)  # fail early on a malformed rule, not inside the proxy
 
-    protected = repo_protected_paths(workspace, home) + home_protected_paths(home, workspace)
+    git_state = GitState()
+    protected = repo_protected_paths(workspace, home, git_state) + home_protected_paths(home, workspace)
     protected += [paths.user_config_dir(), paths.user_state_dir(), workspace / paths.PROJECT_CONFIG_NAME]
     protected += [res(p) for p in needs.protected_paths]
 
@@ -154,4 +158,5 @@ def build_policy(
         enabled=config.sandbox.enabled,
         phase=phase,
         home=home,
+        git_state=git_state,
     )

@@ -13,6 +13,8 @@ import os
 import re
 from pathlib import Path
 
+from gtd.sandbox.gitguard import GitState
+
 # Relative to the workspace root (and any nested repository's work tree).
 REPO_PROTECTED_NAMES = (
     ".gitmodules",
@@ -147,18 +149,19 @@ def _gitdir_of(dot_git: Path) -> Path | None:
     return None
 
 
-def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path]) -> list[Path]:
+def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path], state: GitState) -> list[Path]:
     """Hooks, config, hooksPath dirs and config includes of one git dir, then its submodules/worktrees."""
     key = gitdir.resolve()
     if key in seen:
         return []
     seen.add(key)
     found = [gitdir / name for name in GITDIR_PROTECTED_NAMES]
+    found += state.add_gitdir(gitdir)  # an existing commondir / rebase todo: read-only
     commondir = gitdir / "commondir"
     if commondir.is_file():  # linked worktree: hooks and config live in the common dir
         try:
             common = _expand(commondir.read_text().strip(), gitdir, home)
-            found += _gitdir_protected(common, worktree, home, seen)
+            found += _gitdir_protected(common, worktree, home, seen, state)
         except OSError:
             pass
     configs = [gitdir / "config", gitdir / "config.worktree"]
@@ -177,13 +180,17 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path])
         if base.is_dir():
             for dirpath, dirnames, filenames in os.walk(base):
                 if "HEAD" in filenames and ("config" in filenames or "commondir" in filenames or sub == "worktrees"):
-                    found += _gitdir_protected(Path(dirpath), worktree, home, seen)
+                    found += _gitdir_protected(Path(dirpath), worktree, home, seen, state)
                     dirnames[:] = [d for d in dirnames if d == "modules"]  # nested submodules only
     return found
 
 
-def repo_protected_paths(workspace: Path, home: Path) -> list[Path]:
-    """Protected paths of the repository at `workspace` and every repository nested in it."""
+def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = None) -> list[Path]:
+    """Protected paths of the repository at `workspace` and every repository nested in it.
+
+    `state` records the git metadata seen, the baseline `gitguard.planted` compares against.
+    """
+    state = state if state is not None else GitState()
     found: list[Path] = []
     seen: set[Path] = set()
     for dirpath, dirnames, filenames in os.walk(workspace):
@@ -192,11 +199,12 @@ def repo_protected_paths(workspace: Path, home: Path) -> list[Path]:
             found += [here / name for name in REPO_PROTECTED_NAMES]
             dot_git = here / ".git"
             if dot_git.exists() or dot_git.is_symlink():
+                state.dot_git.add(os.path.join(dirpath, ".git"))
                 if not dot_git.is_dir():
                     found.append(dot_git)  # a `.git` file could be repointed at a planted gitdir
                 gitdir = _gitdir_of(dot_git)
                 if gitdir is not None:
-                    found += _gitdir_protected(gitdir, here, home, seen)
+                    found += _gitdir_protected(gitdir, here, home, seen, state)
         dirnames[:] = [d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(dirpath, d))]
     return found
 

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,6 +76,7 @@ class SandboxSession:
         self._program: bytes | None = None
         self._registry = None
         self._children: list[tuple[subprocess.Popen, object]] = []
+        self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
@@ -116,10 +118,39 @@ class SandboxSession:
                 _kill_group(proc)
             self._stop_listener(listener)
         self._children.clear()
+        self._wait_for_inits()
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
             self._registry.exit()
+        self._quarantine_planted_git()
+
+    def _wait_for_inits(self, timeout: float = 10.0) -> None:
+        """Block until every sandboxed process is gone (the namespace's init exits only after all of
+        them), so nothing inside can still write while the work tree is checked."""
+        import select
+
+        deadline = time.monotonic() + timeout
+        for fd in self._inits:
+            try:
+                select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            finally:
+                os.close(fd)
+        self._inits.clear()
+
+    def _quarantine_planted_git(self) -> None:
+        state = self.policy.git_state
+        if self.unsandboxed or state is None:
+            return
+        from gtd import paths
+        from gtd.sandbox.gitguard import planted, quarantine
+
+        found = planted(state, self.policy.workspace)
+        if not found:
+            return
+        into = paths.project_state_dir(self.policy.workspace) / "quarantine"
+        for path, what in quarantine(found, self.policy.workspace, into):
+            self.record_violation(Violation.now("write", str(path), self.policy.level, what))
 
     def __enter__(self) -> "SandboxSession":
         return self.start()
@@ -269,6 +300,10 @@ class SandboxSession:
                 raise SandboxUnavailable(
                     f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
                 )
+            try:
+                self._inits.append(os.pidfd_open(int(info["child-pid"])))
+            except OSError:
+                pass  # already gone
             try:
                 listener = listener_in_namespace(int(info["child-pid"]), self.proxy_port)
             except OSError as exc:

@@ -1,0 +1,119 @@
+"""Git metadata the agent planted during a run, found and quarantined once the sandbox is gone.
+
+Mounts protect what exists when the policy is built (hooks, config, the `.git` entries of known
+repositories). They cannot stop the agent from *creating* git metadata that git on the host will
+honour afterwards (gtd's own `git status`/`add`/`commit`, or the user's shell prompt):
+
+- `<gitdir>/commondir`: makes git read config and hooks from any directory the agent wrote, so
+  `core.fsmonitor` or `filter.*.clean` run on the next `git status`/`git add`. A read-only empty
+  placeholder would break git (it dies on an empty commondir), so it is checked afterwards instead.
+- a new repository anywhere in the work tree (a `.git` directory, or a `.git` file naming any
+  gitdir): host git recurses into it for submodule status and runs its config.
+- a new gitdir under `<gitdir>/modules` or `<gitdir>/worktrees`: `git submodule update` and
+  `git worktree` adopt it.
+- `rebase-merge`/`rebase-apply`/`sequencer`: `git rebase --continue` runs the todo's `exec` lines.
+
+The state is recorded during the walk `protected.py` already does (no extra start-up cost) and
+compared after every sandboxed process has exited; offenders are moved to gtd's per-project state
+dir (nothing is deleted) and reported as violations.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+# Inside a gitdir: honoured by host git if the agent creates them (existing ones are mounted read-only).
+PLANTABLE_IN_GITDIR = ("commondir", "rebase-merge", "rebase-apply", "sequencer")
+
+
+@dataclass
+class GitState:
+    """The git metadata present when the policy was built: the baseline for `planted`."""
+
+    dot_git: set[str] = field(default_factory=set)  # every `.git` entry in the work tree
+    gitdirs: set[str] = field(default_factory=set)  # every known gitdir (repos, submodules, worktrees)
+    present: set[str] = field(default_factory=set)  # PLANTABLE_IN_GITDIR entries that already existed
+
+    def add_gitdir(self, gitdir: Path) -> list[Path]:
+        """Record a gitdir; returns its plantable entries that exist now (to be mounted read-only)."""
+        self.gitdirs.add(os.path.normpath(gitdir))
+        existing = []
+        for name in PLANTABLE_IN_GITDIR:
+            p = gitdir / name
+            if os.path.lexists(p):
+                self.present.add(str(p))
+                existing.append(p)
+        return existing
+
+
+def planted(state: GitState, workspace: Path) -> list[Path]:
+    """Git metadata that exists now but did not when `state` was recorded (outermost paths only)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(workspace):
+        if ".git" in dirnames or ".git" in filenames:
+            p = os.path.join(dirpath, ".git")
+            if p not in state.dot_git:
+                found.append(Path(p))
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+    for gitdir in sorted(state.gitdirs):
+        g = Path(gitdir)
+        if not g.is_dir() or g.is_symlink():
+            continue
+        for name in PLANTABLE_IN_GITDIR:
+            p = g / name
+            if os.path.lexists(p) and str(p) not in state.present:
+                found.append(p)
+        for sub in ("modules", "worktrees"):
+            base = g / sub
+            if base.is_dir() and not base.is_symlink():
+                found += _new_gitdirs(base, state.gitdirs)
+    return found
+
+
+def _new_gitdirs(base: Path, known: set[str]) -> list[Path]:
+    """Directories below modules/ or worktrees/ that look like gitdirs and were not known."""
+    new = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        if dirpath in known:
+            dirnames[:] = [d for d in dirnames if d == "modules"]  # its nested submodules, not logs/HEAD
+            continue
+        if "HEAD" in filenames or "commondir" in filenames or "config" in filenames:
+            new.append(Path(dirpath))
+            dirnames[:] = []
+    return new
+
+
+def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Path, str]]:
+    """Move each path under `into/<UTC time>/` (keeping its path relative to the workspace).
+
+    Returns (path, what happened) pairs. If a move fails the path is removed: leaving it would let
+    host git run it.
+    """
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    done = []
+    for p in paths:
+        if not os.path.lexists(p):
+            continue  # inside something already moved
+        try:
+            rel = p.relative_to(workspace)
+        except ValueError:
+            rel = Path(*p.parts[1:])
+        dest = into / stamp / rel.parent / (rel.name + ".quarantined")  # no longer named `.git`
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(p), str(dest))
+            done.append((p, f"planted git metadata; quarantined in {dest}"))
+        except OSError as exc:
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+                done.append((p, f"planted git metadata; removed (could not quarantine: {exc})"))
+            except OSError as exc2:
+                done.append((p, f"planted git metadata; COULD NOT REMOVE ({exc2}): do not run git here"))
+    return done
