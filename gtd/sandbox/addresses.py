@@ -43,6 +43,15 @@ def forbidden_reason(ip_text: str) -> str | None:
     return None
 
 
+def private_reason(ip_text: str) -> str | None:
+    """Not globally routable (RFC 1918, ULA, CGNAT/tailnets, reserved): the LAN and internal services.
+    Refused unless a rule names the host or the IP literal itself (DNS rebinding under `*`)."""
+    ip: IPAddress = ipaddress.ip_address(ip_text)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return None if ip.is_global else "private network address"
+
+
 @lru_cache(maxsize=1)
 def host_addresses() -> frozenset[IPAddress]:
     """This machine's own interface addresses (from /proc; empty where /proc is unavailable)."""

@@ -7,6 +7,8 @@ pure and unit-tested on its own. A deny rule anywhere wins over any allow rule.
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
@@ -42,12 +44,37 @@ class DomainRule:
         return name if self.port is None else f"{name}:{self.port}"
 
 
+# The IPv4 spellings inet_aton (and so getaddrinfo) accepts besides dotted quads: 2130706433, 0x7f.1, 0177.1.
+_NUMERIC_IPV4 = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}$")
+_LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
+
+
 def normalise_host(host: str) -> str:
+    """One spelling per destination, so a rule about an address holds for every way of writing it:
+    lower case, no trailing dot or brackets, IPv4-mapped IPv6 as IPv4, numeric IPv4 forms as dotted quads."""
     host = host.strip().lower().rstrip(".")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     ip = _as_ip(host)
+    if ip is None and _NUMERIC_IPV4.match(host):
+        try:
+            ip = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
     return str(ip) if ip is not None else host
+
+
+def valid_host(host: str) -> bool:
+    """An IP literal, or an ASCII DNS name (letters, digits, '-', '_'; labels of 1-63; at most 253).
+
+    Anything else could be read differently by the resolver than by the suffix match (escaped dots,
+    userinfo, NULs, IDNA round trips), so the proxy refuses it before matching.
+    """
+    if _as_ip(host) is not None:
+        return True
+    return 0 < len(host) <= 253 and all(_LABEL.match(label) for label in host.split("."))
 
 
 def _as_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -118,6 +145,11 @@ class DomainRules:
         if any(rule.matches(host, port) for rule in self.allow):
             return "allow"
         return "unknown"
+
+    def names_host(self, host: str, port: int) -> bool:
+        """Allowed by a rule that names it (exact or `*.suffix`), not just by `*`: such a name may
+        resolve to a private address (an internal mirror); a name only `*` or a person approved may not."""
+        return self.decide(host, port) == "allow" and any(r.host != "*" and r.matches(host, port) for r in self.allow)
 
     def explicitly_allows_address(self, ip: str, port: int) -> bool:
         """An IP literal listed in the allow list (with matching port) is trusted even on loopback."""

@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from gtd.sandbox.addresses import forbidden_reason
-from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port
+from gtd.sandbox.addresses import forbidden_reason, private_reason
+from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
@@ -63,6 +63,7 @@ class FilteringProxy:
         self._ask_lock = threading.Lock()
         self._listeners: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
@@ -95,6 +96,8 @@ class FilteringProxy:
     def authorize(self, host: str, port: int) -> Verdict:
         """Decide, resolve once, check the address, dial. Refusals are reported to on_denied."""
         host = normalise_host(host)
+        if not valid_host(host):
+            return self._deny(host[:300], port, "invalid host name")
         decision = self.rules.decide(host, port)
         if decision == "deny":
             return self._deny(host, port, "denied by rule")
@@ -115,9 +118,15 @@ class FilteringProxy:
         except OSError as exc:
             return Verdict(False, f"cannot resolve {host}: {exc}")
         refused = []
+        named = not _is_ip(host) and self.rules.names_host(host, port)
         for addr in addresses:
-            why = forbidden_reason(addr)
-            if why and not self.rules.explicitly_allows_address(addr, port):
+            addr = normalise_host(addr)
+            if self.rules.decide(addr, port) == "deny":  # a deny rule on the address holds for any name
+                refused.append(f"{addr} (denied by rule)")
+                continue
+            explicit = self.rules.explicitly_allows_address(addr, port)
+            why = forbidden_reason(addr) or (None if named else private_reason(addr))
+            if why and not explicit:
                 refused.append(f"{addr} ({why})")
                 continue
             try:
@@ -155,7 +164,10 @@ class FilteringProxy:
                 upstream = self._http(conn)
             if upstream is not None:
                 conn.settimeout(None)
-                _pump(conn, upstream)
+                if conn in self._one_way:  # plain HTTP: the request is sent; only the response flows
+                    _copy(upstream, conn)
+                else:
+                    _pump(conn, upstream)
         except (OSError, ValueError):
             pass
         finally:
@@ -183,7 +195,10 @@ class FilteringProxy:
         except ValueError:
             _reply(conn, 400, "Bad Request")
             return None
-        headers = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:])]
+        headers = _parse_headers(lines[1:])
+        if headers is None or "\n" in lines[0] or "\0" in lines[0]:
+            _reply(conn, 400, "Bad Request", body="gtd sandbox: malformed request header\n")
+            return None
         if not self._token_ok(_basic_password(headers)):
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
@@ -201,11 +216,18 @@ class FilteringProxy:
             if rest:
                 verdict.sock.sendall(rest)
             return verdict.sock
-        # Plain HTTP through the proxy: absolute-form target; forwarded as one request (Connection: close).
+        # Plain HTTP through the proxy: absolute-form target, forwarded as exactly one request with
+        # Host set to the authorised authority (a different Host is domain fronting on a shared CDN)
+        # and exactly its declared body (anything after it would be a second, unchecked request).
         if not target.lower().startswith("http://"):
             _reply(conn, 400, "Bad Request", body="gtd sandbox: only CONNECT and http:// requests are proxied\n")
             return None
         authority, slash, path = target[7:].partition("/")
+        path, _, _ = path.partition("#")
+        body_length = _body_length(headers)
+        if "@" in authority or body_length is None:
+            _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
+            return None
         try:
             host, port = split_host_port(authority)
         except ValueError:
@@ -215,11 +237,17 @@ class FilteringProxy:
         if not verdict.ok:
             _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {authority} refused: {verdict.reason}\n")
             return None
-        skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive"}
-        out = [f"{method} /{path if slash else ''} {version}"]
+        while len(rest) < body_length:
+            chunk = conn.recv(min(BUFSIZE, body_length - len(rest)))
+            if not chunk:
+                break
+            rest += chunk
+        skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive", "host"}
+        out = [f"{method} /{path if slash else ''} {version}", f"Host: {authority}"]
         out += [f"{k}: {v}" for k, v in headers if k.lower() not in skip]
         out.append("Connection: close")
-        verdict.sock.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest)
+        verdict.sock.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest[:body_length])
+        self._one_way.add(conn)
         return verdict.sock
 
     def _socks5(self, conn: socket.socket) -> socket.socket | None:
@@ -244,7 +272,7 @@ class FilteringProxy:
             host = socket.inet_ntop(socket.AF_INET6, _recv_exact(conn, 16))
         elif atyp == 3:
             (length,) = _recv_exact(conn, 1)
-            host = _recv_exact(conn, length).decode("idna")
+            host = _recv_exact(conn, length).decode("ascii")  # no IDNA round trip: checked as sent
         else:
             conn.sendall(_socks_reply(8))
             return None
@@ -266,6 +294,28 @@ def _is_ip(host: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _parse_headers(lines: list[str]) -> list[tuple[str, str]] | None:
+    """(name, value) pairs, or None for anything a server might split differently: bare CR/LF or NUL
+    inside a line, folded continuation lines, names with spaces."""
+    headers = []
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip() or " " in name or any(c in line for c in "\r\n\0"):
+            return None
+        headers.append((name, value.strip()))
+    return headers
+
+
+def _body_length(headers: list[tuple[str, str]]) -> int | None:
+    """The request body's length from one Content-Length; None if chunked, repeated or invalid."""
+    lengths = [v for k, v in headers if k.lower() == "content-length"]
+    if any(k.lower() == "transfer-encoding" for k, _ in headers) or len(set(lengths)) > 1:
+        return None
+    if not lengths:
+        return 0
+    return int(lengths[0]) if lengths[0].isdigit() and len(lengths[0]) < 16 else None
 
 
 def _basic_password(headers: list[tuple[str, str]]) -> str:

@@ -173,3 +173,165 @@ def test_repositories_present_before_the_run_are_left_alone(sandbox, repo):
     sh(s, "echo ok > vendored/file", repo)
     s.close()
     assert (repo / "vendored/.git/config").exists() and s.violations == []
+
+
+def test_a_run_killed_on_timeout_cannot_plant_git_metadata_after_the_check(sandbox, repo):
+    import subprocess
+    import time
+
+    s = sandbox(Level.READWRITE)
+    script = "(trap '' TERM HUP; while :; do echo ../evil > .git/commondir 2>/dev/null; done) & sleep 30"
+    with pytest.raises(subprocess.TimeoutExpired):
+        s.run(["/bin/sh", "-c", script], cwd=repo, timeout=0.5)
+    s.close()
+    time.sleep(0.3)
+    assert not (repo / ".git/commondir").exists()
+
+
+# -- the filtering proxy -------------------------------------------------------------------------
+
+def _proxy(allow, deny=(), resolver=None):
+    from gtd.sandbox.domains import DomainRules
+    from gtd.sandbox.proxy import FilteringProxy
+
+    return FilteringProxy(DomainRules.parse(allow, deny), "tok", connect_timeout=0.5,
+                          resolver=resolver or (lambda h, p: (_ for _ in ()).throw(OSError("no dns in tests"))))
+
+
+@pytest.mark.parametrize("spelling", ["167772165", "0xa.0.0.5", "012.0.0.5", "10.5", "::ffff:10.0.0.5",
+                                      "[::ffff:a00:5]", "10.0.0.5.", "0x0A000005"])
+def test_ip_deny_rule_holds_for_every_spelling_of_the_address(spelling):
+    proxy = _proxy(["*", "10.0.0.5:80"], deny=["10.0.0.5"])
+    v = proxy.authorize(spelling, 80)
+    assert v.denied and not v.ok, (spelling, v.reason)
+
+
+def test_deny_rule_applies_to_the_resolved_address_too():
+    proxy = _proxy(["*"], deny=["10.0.0.5"], resolver=lambda h, p: ["10.0.0.5"])
+    v = proxy.authorize("innocent.test", 80)
+    assert v.denied and "10.0.0.5" in v.reason
+
+
+@pytest.mark.parametrize("host,allow", [
+    ("10.0.0.5", ["*"]),                 # a raw private address under "allow everything"
+    ("rebind.test", ["*"]),              # a name under "*" that resolves to the LAN (DNS rebinding)
+    ("fd00::5", ["*"]),
+    ("100.64.1.1", ["*"]),               # carrier-grade NAT / tailnet
+])
+def test_private_addresses_need_a_specific_rule(host, allow):
+    proxy = _proxy(allow, resolver=lambda h, p: ["10.0.0.5"])
+    v = proxy.authorize(host, 80)
+    assert v.denied and "private" in v.reason, v.reason
+
+
+@pytest.mark.parametrize("host,allow", [("10.0.0.5", ["10.0.0.5:80"]), ("mirror.corp.test", ["mirror.corp.test"]),
+                                        ("a.corp.test", ["*.corp.test"])])
+def test_private_addresses_named_by_a_specific_rule_are_dialled(host, allow):
+    proxy = _proxy(allow, resolver=lambda h, p: ["10.0.0.5"])
+    v = proxy.authorize(host, 80)
+    assert not v.denied, v.reason  # the dial itself fails here (nothing listens), but policy allowed it
+
+
+@pytest.mark.parametrize("host", [
+    "evil.test\\.pypi.org", "x@a.pypi.org", "a.pypi.org\x00", "a b.pypi.org", "a..pypi.org",
+    ("a" * 64) + ".pypi.org", ("a." * 130) + "pypi.org", "-a.pypi.org", "xn--pypi-\u00e9.pypi.org",
+])
+def test_malformed_host_names_are_refused_before_matching(host):
+    proxy = _proxy(["*.pypi.org"], resolver=lambda h, p: ["93.184.216.34"])
+    v = proxy.authorize(host, 443)
+    assert v.denied and "invalid host name" in v.reason, (host, v.reason)
+
+
+class _RawUpstream:
+    """A TCP server that records every byte it receives and answers each connection once."""
+
+    def __init__(self):
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import time
+
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            c.settimeout(1.0)
+            deadline = time.time() + 1.5
+            try:
+                while time.time() < deadline:
+                    data = c.recv(65536)
+                    if not data:
+                        break
+                    self.received += data
+                    if b"\r\n\r\n" in data:
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            except OSError:
+                pass
+            c.close()
+
+
+RAW_REQUEST = (
+    "import os, socket, sys\n"
+    "tok = os.environ['HTTP_PROXY'].split(':')[2].split('@')[0]\n"
+    "import base64; auth = base64.b64encode(('gtd:' + tok).encode()).decode()\n"
+    "c = socket.create_connection(('127.0.0.1', 3128))\n"
+    "c.sendall(sys.argv[1].replace('AUTH', auth).encode().decode('unicode_escape').encode('latin-1'))\n"
+    "c.settimeout(4)\n"
+    "try:\n"
+    "    while c.recv(65536): pass\n"
+    "except OSError: pass\n"
+)
+
+
+def _raw(session, repo, request: str):
+    r = session.run([__import__("sys").executable, "-c", RAW_REQUEST, request], cwd=repo, timeout=30)
+    return r
+
+
+def _upstream_config(port):
+    from gtd.config.schema import GtdConfig
+
+    return GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"allowDomains": [f"127.0.0.1:{port}"]}}}})
+
+
+def test_absolute_form_request_goes_to_the_authorised_host_only(sandbox, repo):
+    # Host header mismatch = domain fronting on a shared CDN; a second pipelined request = smuggling.
+    up = _RawUpstream()
+    s = sandbox(Level.READWRITE, config=_upstream_config(up.port))
+    _raw(s, repo, f"GET http://127.0.0.1:{up.port}/a HTTP/1.1\\r\\nHost: evil.test\\r\\nProxy-Authorization: Basic AUTH"
+                  "\\r\\nContent-Length: 3\\r\\n\\r\\nabcGET /b HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n")
+    up.sock.close()
+    text = up.received.decode("latin-1")
+    assert text.startswith("GET /a HTTP/1.1\r\n"), text
+    assert f"\r\nHost: 127.0.0.1:{up.port}\r\n" in text and "evil.test" not in text, text
+    assert text.endswith("\r\n\r\nabc"), text  # exactly the declared body, nothing after it
+
+
+def test_chunked_ambiguous_or_injected_headers_are_refused_for_plain_http(sandbox, repo):
+    up = _RawUpstream()
+    s = sandbox(Level.READWRITE, config=_upstream_config(up.port))
+    for extra in ("Transfer-Encoding: chunked", "Content-Length: 1\\r\\nContent-Length: 40", "Content-Length: -1",
+                  "X: a\\nHost: evil.test", " folded: x", "X: a\\rHost: evil.test"):
+        _raw(s, repo, f"POST http://127.0.0.1:{up.port}/ HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n{extra}"
+                      "\\r\\n\\r\\n0\\r\\n\\r\\nGET /smuggled HTTP/1.1\\r\\n\\r\\n")
+    up.sock.close()
+    assert b"smuggled" not in up.received and up.received == b"", up.received
+
+
+def test_connect_and_a_second_request_on_one_connection_do_not_mix(sandbox, repo):
+    # After a refused CONNECT the proxy closes: the bytes after it are never read as a new request.
+    up = _RawUpstream()
+    s = sandbox(Level.READWRITE, config=_upstream_config(up.port))
+    _raw(s, repo, "CONNECT evil.test:443 HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n\\r\\n"
+                  f"GET http://127.0.0.1:{up.port}/smuggled HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n\\r\\n")
+    up.sock.close()
+    assert up.received == b""
+    assert [v.target for v in s.violations] == ["evil.test:443"]
