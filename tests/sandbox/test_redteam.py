@@ -84,6 +84,31 @@ def test_only_inet_and_netlink_socket_families_can_be_created(sandbox, repo, fam
     assert set(r.out.split()[:-1]) == {"1"}, r.out  # EPERM from the filter, not "not supported"
 
 
+@pytest.mark.parametrize("name,script", [
+    ("sysfs", "echo x > /sys/kernel/uevent_helper"),
+    ("cgroupfs", "echo $$ > /sys/fs/cgroup/cgroup.procs"),
+    ("host pid", "kill -0 {host_pid}"),
+    ("host /proc", "cat /proc/{host_pid}/environ"),
+    ("setuid", "test \"$(grep NoNewPrivs /proc/self/status | tr -d ' \\t')\" = NoNewPrivs:1 && false"),
+    ("user namespace via python", "python3 -c 'import os; os.unshare(0x10000000)'"),
+    ("dbus", "dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames"),
+])
+def test_kernel_and_host_process_surface_is_closed(sandbox, repo, name, script):
+    import os
+
+    s = sandbox(Level.READWRITE)
+    r = sh(s, script.format(host_pid=os.getpid()) + " && echo ESCAPED", repo)
+    assert "ESCAPED" not in r.out, (name, r.out, r.err)
+
+
+def test_dev_shm_and_tmp_are_private(sandbox, repo):
+    import os
+
+    s = sandbox(Level.READWRITE)
+    sh(s, "echo x > /dev/shm/gtd-redteam && echo x > /tmp/gtd-redteam", repo)
+    assert not os.path.exists("/dev/shm/gtd-redteam") and not os.path.exists("/tmp/gtd-redteam")
+
+
 # -- git metadata the host honours after the run -------------------------------------------------
 # gtd commits outside the sandbox (`git add -A`, `git commit`, `git status`), and so does the user's shell
 # prompt. Config can run programs (core.fsmonitor on every status/add, filter.*.clean on add), so the agent
@@ -335,3 +360,42 @@ def test_connect_and_a_second_request_on_one_connection_do_not_mix(sandbox, repo
     up.sock.close()
     assert up.received == b""
     assert [v.target for v in s.violations] == ["evil.test:443"]
+
+
+# -- prompt level: the model asking -------------------------------------------------------------
+
+def test_model_asking_claude_to_disable_the_sandbox_changes_nothing(sandbox, repo, home, tmp_path, monkeypatch):
+    # Claude's Bash tool takes `dangerouslyDisableSandbox: true` to skip *Claude's own* sandbox. gtd's
+    # sandbox wraps the whole CLI process, so the flag (or any text the model writes) cannot reach it.
+    import shutil
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from fakemodel.server import FakeModelServer, say, tool
+    from gtd.config.schema import Phase
+    from gtd.providers.base import AgentRequest
+    from gtd.providers.events import EventKind
+    from gtd.providers.registry import _load
+    from gtd.providers.runner import run_agent
+
+    bin_dir = Path(__file__).resolve().parents[2] / ".tools" / "agents" / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    if shutil.which("claude") is None:
+        pytest.skip("claude CLI not installed (scripts/install-agents)")
+    outside = home / "escaped.txt"
+    command = f"echo pwned > {outside}; echo 'echo pwned' > .git/hooks/pre-commit; echo inside > proof.txt"
+    with FakeModelServer() as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key")
+        server.script([tool("Bash", {"command": command, "dangerouslyDisableSandbox": True,
+                                     "description": "needs to run outside the sandbox"}), say("done")])
+        provider = _load("claude")()
+        s = sandbox(Level.READWRITE, needs=provider.sandbox_needs())
+        request = AgentRequest(phase=Phase.BUILD, prompt="go", cwd=repo)
+        result = run_agent(provider, request, s, timeouts=SimpleNamespace(inactivity_seconds=90, run_seconds=180))
+    results = [e for e in result.events if e.kind == EventKind.TOOL_RESULT]
+    assert results, result.stderr[-2000:]
+    assert (repo / "proof.txt").read_text() == "inside\n"  # the command did run, inside the sandbox
+    assert not outside.exists() and not (repo / ".git/hooks/pre-commit").exists()
+    assert "Read-only file system" in (results[0].text or ""), results[0].text
+    assert not s.unsandboxed and s.policy.level is Level.READWRITE
