@@ -19,6 +19,21 @@ from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
 
+# Always hidden, on top of config's DEFAULT_DENY_READ: more credential stores, shell/REPL histories
+# (commands typed with tokens in them) and browser profiles (session cookies). A path that does not
+# exist costs one lstat when mounts are rendered.
+EXTRA_SECRETS = (
+    "~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile", "~/.local/share/fish/fish_history",
+    "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history", "~/.sqlite_history",
+    "~/.lesshst", "~/.viminfo", "~/.pgpass", "~/.my.cnf", "~/.s3cfg", "~/.boto", "~/.config/rclone",
+    "~/.m2/settings.xml", "~/.m2/settings-security.xml", "~/.gradle/gradle.properties", "~/.gem/credentials",
+    "~/.composer/auth.json", "~/.config/composer/auth.json", "~/.config/hub", "~/.config/doctl", "~/.oci",
+    "~/.config/op", "~/.config/sops", "~/.config/age", "~/.cache/huggingface/token", "~/.huggingface/token",
+    "~/.local/share/keyrings", "~/.pki", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium",
+    "~/.config/BraveSoftware", "~/.config/microsoft-edge", "~/.config/Code/User/globalStorage",
+    "~/.fly", "~/.config/heroku", "~/.terraformrc", "~/.config/containers/auth.json",
+)
+
 # The file each read-only phase exists to write.
 PHASE_FILES = {Phase.PLAN: "TODO.md", Phase.LEARN: "AGENTS.md"}
 
@@ -133,7 +148,7 @@ def build_policy(
         writable += [res(p) for p in levels.for_level(lv).writable_paths]
 
     # The secrets default is always in: a config built without the defaults layer cannot drop it.
-    deny_read = [res(p) for p in DEFAULT_DENY_READ]
+    deny_read = [res(p) for p in (*DEFAULT_DENY_READ, *EXTRA_SECRETS)]
     deny_read += [res(p) for lv in every for p in levels.for_level(lv).deny_read_paths]
     allow = [d for lv in below for d in levels.for_level(lv).allow_domains]
     deny = [d for lv in every for d in levels.for_level(lv).deny_domains]

@@ -84,6 +84,36 @@ HOME_PROTECTED_NAMES = (
     ".config/systemd",
     ".config/autostart",
     ".local/bin",
+    # Run or trusted by the host later, should a config layer or provider make their parent writable:
+    ".claude.json",  # per-project MCP servers = commands Claude runs
+    ".claude/CLAUDE.md",  # instructions for every later Claude session, sandboxed or not
+    ".claude/output-styles",
+    ".pi/agent/AGENTS.md",
+    ".local/lib",  # user site-packages: a .pth file runs in every Python on the host
+    ".local/share/systemd",
+    ".local/share/applications",
+    ".config/environment.d",
+    ".config/fish",
+    ".config/direnv",
+    ".config/pip",
+    ".pip",
+    ".config/uv",
+    ".pydistutils.cfg",
+    ".ipython",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".bunfig.toml",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".cargo/bin",
+    "go/bin",
+    ".curlrc",
+    ".wgetrc",
+    ".tmux.conf",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
 )
 
 # Inside each git dir.

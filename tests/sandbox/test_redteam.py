@@ -399,3 +399,45 @@ def test_model_asking_claude_to_disable_the_sandbox_changes_nothing(sandbox, rep
     assert not outside.exists() and not (repo / ".git/hooks/pre-commit").exists()
     assert "Read-only file system" in (results[0].text or ""), results[0].text
     assert not s.unsandboxed and s.policy.level is Level.READWRITE
+
+
+# -- HOME: secrets and files the host runs later --------------------------------------------------
+
+@pytest.mark.parametrize("secret", [
+    ".bash_history", ".zsh_history", ".local/share/fish/fish_history", ".psql_history", ".pgpass", ".my.cnf",
+    ".config/rclone/rclone.conf", ".s3cfg", ".m2/settings.xml", ".gradle/gradle.properties",
+    ".config/google-chrome/Default/Cookies", ".mozilla/firefox/x/cookies.sqlite", ".local/share/keyrings/login.keyring",
+    ".config/sops/age/keys.txt", ".cache/huggingface/token",
+])
+def test_more_secrets_in_home_are_hidden(sandbox, repo, home, secret):
+    path = home / secret
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("TOPSECRET")
+    s = sandbox(Level.NETWORK)
+    r = sh(s, f"cat {path}", repo)
+    assert "TOPSECRET" not in r.out
+
+
+@pytest.mark.parametrize("target", [
+    ".local/lib/python3.11/site-packages/evil.pth",  # imported by every Python on the host
+    ".cargo/config.toml",                            # build.rustc-wrapper runs a program on `cargo build`
+    ".cargo/bin/ls",                                 # on PATH
+    ".config/pip/pip.conf",                          # index-url: every later `pip install`
+    ".config/fish/config.fish",
+    ".config/environment.d/evil.conf",
+    ".local/share/systemd/user/evil.service",
+    ".ipython/profile_default/startup/evil.py",
+    ".claude/CLAUDE.md",                             # instructions for every later Claude session
+    ".pi/agent/AGENTS.md",
+    ".config/direnv/direnvrc",
+])
+def test_files_the_host_runs_stay_protected_inside_writable_home_dirs(sandbox, repo, home, target):
+    from gtd.providers.base import SandboxNeeds
+
+    dirs = [home / d for d in (".local", ".cargo", ".config", ".ipython", ".claude", ".pi")]
+    for d in dirs:
+        d.mkdir(exist_ok=True)
+    s = sandbox(Level.READWRITE, needs=SandboxNeeds(writable_dirs=dirs))
+    r = sh(s, f"mkdir -p $(dirname {home}/{target}); echo evil > {home}/{target}; echo ok > {home}/.local/state-file", repo)
+    assert (home / ".local/state-file").exists(), r.err  # the dirs are writable in general
+    assert not (home / target).is_file() or (home / target).read_text() != "evil\n", r.err
