@@ -16,7 +16,9 @@ FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhos
 
 # gtd's own commits never run repository hooks: hooks (husky, pre-commit, ...) execute scripts and
 # config the agent could have edited in the work tree, which would run them outside the sandbox.
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+# Nor an fsmonitor command (run by every status/add, also in nested repositories: `-c` reaches the
+# child gits): belt and braces behind the sandbox's quarantine of planted git metadata.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:

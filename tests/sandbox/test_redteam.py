@@ -441,3 +441,25 @@ def test_files_the_host_runs_stay_protected_inside_writable_home_dirs(sandbox, r
     r = sh(s, f"mkdir -p $(dirname {home}/{target}); echo evil > {home}/{target}; echo ok > {home}/.local/state-file", repo)
     assert (home / ".local/state-file").exists(), r.err  # the dirs are writable in general
     assert not (home / target).is_file() or (home / target).read_text() != "evil\n", r.err
+
+
+def test_gtds_own_git_never_runs_an_fsmonitor_command(repo, tmp_path):
+    # Not reachable from the sandbox any more (config is read-only, planted repos are quarantined);
+    # this pins the host-side second line: gtd's git ignores core.fsmonitor, nested repositories included.
+    from sandbox_support import git
+    from gtd.workflow import git as gtd_git
+
+    marker = tmp_path / "PWNED"
+    (repo / "sub").mkdir()
+    git("init", "-q", cwd=repo / "sub")
+    (repo / "sub/f").write_text("x")
+    git("add", "f", cwd=repo / "sub")
+    git("-c", "user.name=a", "-c", "user.email=b", "commit", "-qm", "s", cwd=repo / "sub")
+    for where in (repo, repo / "sub"):
+        git("config", "core.fsmonitor", f"touch {marker}; false", cwd=where)
+    (repo / "sub/f").write_text("changed")
+    gtd_git.commit_all(repo, "with a nested repository")
+    (repo / "sub/f").write_text("changed again")
+    gtd_git.changes(repo)
+    gtd_git.diff_of_changes(repo)
+    assert not marker.exists()
