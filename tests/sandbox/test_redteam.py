@@ -463,3 +463,34 @@ def test_gtds_own_git_never_runs_an_fsmonitor_command(repo, tmp_path):
     gtd_git.changes(repo)
     gtd_git.diff_of_changes(repo)
     assert not marker.exists()
+
+
+def test_dot_git_cannot_be_replaced_by_a_gitdir_file(sandbox, repo):
+    # (`rm -rf .git` does empty the objects and refs at readwrite: destructive, but not an escape.)
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "mkdir -p evil; mv .git old; rm -rf .git; echo 'gitdir: evil' > .git; echo done", repo)
+    assert "done" in r.out
+    assert (repo / ".git").is_dir() and not (repo / ".git").is_symlink(), r.err
+    assert (repo / ".git/config").is_file() and (repo / ".git/hooks").is_dir()
+    assert not (repo / "old").exists()
+
+
+def test_missing_include_if_target_cannot_be_created(sandbox, repo):
+    from sandbox_support import git
+
+    git("config", "includeIf.gitdir:/.path", "../inc/local.gitconfig", cwd=repo)
+    s = sandbox(Level.READWRITE)
+    sh(s, "mkdir -p inc; printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > inc/local.gitconfig", repo)
+    s.close()
+    assert not (repo / "inc/local.gitconfig").exists() or (repo / "inc/local.gitconfig").stat().st_size == 0
+
+
+def test_proxy_token_is_not_on_any_command_line(sandbox, repo):
+    # Host processes can read every argv (`ps`); the token only lives in the sandbox's environment.
+    s = sandbox(Level.READWRITE)
+    proc = s.popen(["/bin/sh", "-c", "sleep 5"], cwd=repo)
+    try:
+        assert s.token not in " ".join(proc.args)
+    finally:
+        proc.kill()
+        proc.wait()
