@@ -60,12 +60,7 @@ def _register_layers() -> None:
     escalation_cmds.register(app)
 
 
-try:
-    _register_layers()
-except ImportError:  # TEMP until the escalation layer lands
-    from gtd.cli import sandbox_cmd
-
-    sandbox_cmd.register(app)
+_register_layers()
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ from gtd.config.loader import LoadedConfig, load_config
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 
-stdout = Console()
-stderr = Console(stderr=True)
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def load(options: RunOptions) -> LoadedConfig:

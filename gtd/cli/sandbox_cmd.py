@@ -89,16 +89,23 @@ def run(
     phase: PhaseOpt = None,
     level: LevelOpt = None,
     directory: opt.Directory = None,
+    non_interactive: opt.NonInteractive = False,
 ) -> None:
-    """Run COMMAND inside the sandbox (`gtd sandbox run [--level L] -- CMD ...`); its exit status is passed through."""
+    """Run COMMAND inside the sandbox (`gtd sandbox run [--level L] -- CMD ...`); its exit status is passed through.
+
+    A connection no rule allows is held while you decide (allow once / save / deny); with no
+    terminal it is refused and saved for `gtd approve`."""
     from gtd.sandbox.session import open_sandbox
 
     policy = _policy(phase, level, directory)
+    escalator = _escalator(policy, phase, non_interactive)
     if policy.unrestricted:
         why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"
         sys.stderr.write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n")
     cwd = (directory or Path.cwd()).resolve()
-    with open_sandbox(policy) as session:
+    decider = escalator.network_decider if escalator else None
+    recorder = (lambda v: escalator.audit.record("violation", **v.to_dict())) if escalator else None
+    with open_sandbox(policy, network_decider=decider, on_violation=recorder) as session:
         proc = session.popen(command, cwd=cwd)
         try:
             code = proc.wait()
@@ -107,7 +114,23 @@ def run(
             code = proc.wait()
         for v in session.violations:
             sys.stderr.write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n")
+    if escalator and escalator.headless_denied:
+        sys.stderr.write(f"gtd sandbox: {len(escalator.headless_denied)} request(s) saved for `gtd approve`\n")
     raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+def _escalator(policy, phase: Phase | None, non_interactive: bool):
+    """Live network escalations for `sandbox run` inside a git repository (where rules can be saved)."""
+    from gtd.audit import AuditLog
+    from gtd.config.loader import find_repo_root
+    from gtd.escalation.escalator import Escalator, is_interactive
+
+    repo = find_repo_root(policy.workspace)
+    if repo is None:
+        return None
+    audit = AuditLog(repo)
+    audit.record("sandbox_run", level=policy.level.value, phase=phase.value if phase else None)
+    return Escalator(repo, interactive=is_interactive(non_interactive), audit=audit, phase=phase)
 
 
 def register(app: typer.Typer) -> None:

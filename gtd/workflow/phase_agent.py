@@ -46,6 +46,7 @@ class PhaseAgent:
     def __init__(self, ctx: RunContext, phase: Phase):
         self.ctx = ctx
         self.phase = phase
+        ctx.escalator.phase = phase  # network requests raised by the proxy belong to this phase
         self.session_id: str | None = None
         self.once_writable: list[Path] = []  # paths approved "once" for this phase
         self.once_domains: list[str] = []  # domains approved "once" for this phase

@@ -108,7 +108,8 @@ def test_retry_prompt_carries_the_failure_and_the_fix_lands(repo):
     broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
                           {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
     fixed = {"when": ["failed", "AssertionError"],
-             "actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}}]}
+             # (a different size than the broken file: Python's bytecode cache keys on mtime+size)
+             "actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b  # fixed\n"}}]}
     setup_repo(repo, write_script(repo, [fixed, broken]))
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0

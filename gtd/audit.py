@@ -1,0 +1,72 @@
+"""The per-project audit log: append-only JSONL in gtd's state, out of the sandbox's reach.
+
+Every run, phase, level, violation, escalation request and decision (and who decided)
+is recorded so a person can always answer "why was this blocked?" and "who allowed that?".
+Secrets are redacted before anything is written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gtd.paths import project_state_dir
+
+AUDIT_FILE = "audit.jsonl"
+
+_REDACTIONS = [
+    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), "sk-ant-***"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "sk-***"),
+    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"), "gh*_***"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-+/=]{8,}"), r"\1***"),
+    (re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"), r"\1***"),
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),  # credentials in URLs, incl. the proxy token
+]
+
+
+def redact(value: Any) -> Any:
+    """The value with anything that looks like a credential replaced by ***."""
+    if isinstance(value, str):
+        for pattern, replacement in _REDACTIONS:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, dict):
+        return {key: redact(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(item) for item in value]
+    return value
+
+
+class AuditLog:
+    def __init__(self, repo_root: Path):
+        self.path = project_state_dir(repo_root) / AUDIT_FILE
+
+    def record(self, event: str, **fields: Any) -> dict:
+        entry = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event,
+                 **redact({k: v for k, v in fields.items() if v is not None})}
+        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one whole line per writer, even from several processes
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return entry
+
+    def read(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        entries = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn line (crash mid-write) never hides the rest of the log
+        return entries

@@ -1,0 +1,124 @@
+"""`gtd approve`, `gtd audit`, `gtd trust`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gtd.cli import options as opt
+from gtd.cli.context import stderr, stdout
+from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
+
+
+def _repo(directory: Path | None) -> Path:
+    from gtd.config.loader import find_repo_root
+
+    cwd = (directory or Path.cwd()).resolve()
+    root = find_repo_root(cwd)
+    if root is None:
+        raise GtdError(f"{cwd} is not inside a git repository", exit_code=ExitCode.USAGE)
+    return root
+
+
+def approve(
+    list_only: Annotated[bool, typer.Option("--list", help="Only list the pending requests.")] = False,
+    json_out: opt.JsonOut = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Walk through requests that headless runs had to deny: save each to the project or user config, or drop it."""
+    from gtd.audit import AuditLog
+    from gtd.escalation import prompt
+    from gtd.escalation.escalator import is_interactive, save_rule
+    from gtd.escalation.pending import PendingStore
+
+    repo = _repo(directory)
+    store = PendingStore(repo)
+    pending = store.list()
+    if json_out:
+        stdout.print_json(json.dumps({"pending": [r.model_dump(mode="json") for r in pending]}))
+        return
+    if list_only or not pending:
+        if not pending:
+            stderr.print("no pending escalation requests")
+        for request in pending:
+            stdout.print(f"{request.id}  {escape(request.summary())}  [dim]{escape(request.reason)}[/dim]")
+        return
+    if not is_interactive(False):
+        raise GtdError("`gtd approve` needs a terminal to ask you; use `gtd approve --list` or `--json` to see requests",
+                       exit_code=ExitCode.USAGE)
+    audit = AuditLog(repo)
+    for request in pending:
+        decision = prompt.ask(stderr, request, repo, allow_once=False)
+        saved_to = None
+        if decision in (prompt.Decision.PROJECT, prompt.Decision.USER):
+            saved_to = str(save_rule(request, decision.value, repo))
+            stderr.print(f"saved: {escape(request.rule(decision.value, repo).describe())} -> {escape(saved_to)}")
+        audit.record("escalation_decision", id=request.id, decision=decision.value, decided_by="user",
+                     via="gtd approve", saved_to=saved_to)
+        store.remove(request.id)
+
+
+def audit(
+    json_out: opt.JsonOut = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show the last N entries (0 = all).")] = 50,
+    directory: opt.Directory = None,
+) -> None:
+    """Show the project's audit log: runs, levels, violations, escalations and who decided them."""
+    from gtd.audit import AuditLog
+
+    entries = AuditLog(_repo(directory)).read()
+    if limit:
+        entries = entries[-limit:]
+    if json_out:
+        stdout.print_json(json.dumps(entries))
+        return
+    table = Table(box=None, show_header=True, header_style="bold")
+    for column in ("time", "event", "details"):
+        table.add_column(column)
+    for entry in entries:
+        details = " ".join(f"{k}={v}" for k, v in entry.items() if k not in ("time", "event"))
+        table.add_row(entry.get("time", "")[:19], entry.get("event", ""), escape(details))
+    stdout.print(table)
+
+
+def trust(
+    show: Annotated[bool, typer.Option("--show", help="Show what loosens the sandbox and whether it is trusted.")] = False,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Stop trusting the project config.")] = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Trust this exact .gtdrc.json: its entries that loosen the sandbox apply until the file changes."""
+    from gtd.config.files import read_config_file
+    from gtd.escalation.trust import TrustStore, loosening_entries
+    from gtd.paths import PROJECT_CONFIG_NAME
+
+    path = _repo(directory) / PROJECT_CONFIG_NAME
+    if not path.exists():
+        raise GtdError(f"{path} does not exist", exit_code=ExitCode.USAGE)
+    store = TrustStore()
+    loosening = loosening_entries(read_config_file(path))
+    if show:
+        state = "trusted" if store.is_trusted(path) else "NOT trusted"
+        stdout.print(f"{escape(str(path))}: {state}")
+        for entry in loosening:
+            stdout.print(f"  loosens: {escape(entry)}")
+        return
+    if revoke:
+        store.revoke(path)
+        stderr.print(f"no longer trusted: {escape(str(path))}")
+        return
+    for entry in loosening:
+        stderr.print(f"  trusting: {escape(entry)}")
+    digest = store.trust(path)
+    stderr.print(f"trusted {escape(str(path))} (sha256 {digest[:12]}…); any change needs `gtd trust` again")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("approve")(approve)
+    app.command("audit")(audit)
+    app.command("trust")(trust)

@@ -1,0 +1,48 @@
+"""Requests a headless run had to deny, kept for `gtd approve` (per project, in gtd's state)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from filelock import FileLock
+
+from gtd.config.writer import atomic_write
+from gtd.escalation.request import EscalationRequest
+from gtd.paths import project_state_dir
+
+PENDING_FILE = "pending.json"
+
+
+class PendingStore:
+    def __init__(self, repo_root: Path):
+        directory = project_state_dir(repo_root)
+        self.path = directory / PENDING_FILE
+        self._lock_path = directory / f"{PENDING_FILE}.lock"
+
+    def _lock(self) -> FileLock:
+        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self._lock_path), timeout=30)
+
+    def _read(self) -> list[EscalationRequest]:
+        if not self.path.exists():
+            return []
+        return [EscalationRequest.model_validate(item) for item in json.loads(self.path.read_text(encoding="utf-8"))]
+
+    def _write(self, requests: list[EscalationRequest]) -> None:
+        atomic_write(self.path, json.dumps([r.model_dump(mode="json") for r in requests], indent=2) + "\n")
+
+    def add(self, request: EscalationRequest) -> None:
+        """Add unless the same request (same id) is already pending."""
+        with self._lock():
+            requests = self._read()
+            if all(existing.id != request.id for existing in requests):
+                self._write(requests + [request])
+
+    def list(self) -> list[EscalationRequest]:
+        with self._lock():
+            return self._read()
+
+    def remove(self, request_id: str) -> None:
+        with self._lock():
+            self._write([r for r in self._read() if r.id != request_id])
