@@ -93,13 +93,13 @@ def main() -> None:
     print(f"SandboxSession.run(true):   {g:6.1f} ms  ratio {g / b:.2f}x  added {g - b:+.1f} ms (target < 60 ms)")
 
     py = [sys.executable, "-c", "pass"]
-    imp = [sys.executable, "-c", "import gtd.cli.sandbox_cmd"]
-    cli = [sys.executable, "-m", "gtd.cli.sandbox_cmd", "sandbox", "run", "--", "true"]
+    imp = [sys.executable, "-c", "import gtd.cli.app"]
+    cli = [sys.executable, "-m", "gtd", "sandbox", "run", "--", "true"]
     p = timed(lambda: subprocess.run(py, check=True), max(5, args.runs // 2))
     i = timed(lambda: subprocess.run(imp, check=True, cwd=ROOT), max(5, args.runs // 2))
     c = timed(lambda: subprocess.run(cli, check=True, cwd=repo), max(5, args.runs // 2))
     print(f"python -c pass:             {p:6.1f} ms")
-    print(f"import gtd.cli.sandbox_cmd: {i:6.1f} ms  (interpreter + CLI imports)")
+    print(f"import gtd.cli.app: {i:6.1f} ms  (interpreter + CLI imports)")
     print(f"gtd sandbox run -- true:    {c:6.1f} ms  ratio {c / b:.2f}x vs bare bwrap; minus imports: {c - i:.1f} ms")
 
     url = f"http://127.0.0.1:{port}/blob"

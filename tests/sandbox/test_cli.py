@@ -12,11 +12,12 @@ from sandbox_support import requires_bwrap
 
 
 def gtd_sandbox(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gtd.cli.sandbox_cmd", "sandbox", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "gtd", "sandbox", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60)
 
 
 def test_explain_json_for_a_phase(repo):
+    (repo / ".gtdrc.json").write_text('{"provider": "scripted"}')  # no provider state dirs in the policy
     r = gtd_sandbox("explain", "--phase", "plan", "--json", cwd=repo)
     data = json.loads(r.stdout)
     assert data["level"] == "readonly" and data["sandboxed"] is True
