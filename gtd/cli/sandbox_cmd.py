@@ -119,6 +119,31 @@ def run(
     raise typer.Exit(code if code >= 0 else 128 - code)
 
 
+def why(
+    target: Annotated[str, typer.Argument(help="A path (write) or host[:port] (connection).")],
+    as_path: Annotated[bool, typer.Option("--path", help="TARGET is a path even if it looks like a host name.")] = False,
+    phase: PhaseOpt = None,
+    level: LevelOpt = None,
+    json_out: opt.JsonOut = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Explain whether the sandbox allows writing a path or reaching a host, which rule decides, and how to change it."""
+    from gtd.sandbox.why import why as explain_target
+
+    policy = _policy(phase, level, directory)
+    verdict = explain_target(policy, target, (directory or Path.cwd()).resolve(), as_path=as_path)
+    if json_out:
+        print(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        print(f"{'ALLOWED' if verdict.allowed else 'BLOCKED'}: {verdict.target} (level {policy.level.value})")
+        print(f"  why:  {verdict.reason}")
+        if verdict.rule:
+            print(f"  rule: {verdict.rule}")
+        if verdict.fix and not verdict.allowed:
+            print(f"  to change it: {verdict.fix}")
+    raise typer.Exit(0 if verdict.allowed else 1)
+
+
 def _escalator(policy, phase: Phase | None, non_interactive: bool):
     """Live network escalations for `sandbox run` inside a git repository (where rules can be saved)."""
     from gtd.audit import AuditLog
@@ -136,6 +161,7 @@ def _escalator(policy, phase: Phase | None, non_interactive: bool):
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Inspect the sandbox policy, or run any command inside it.", no_args_is_help=True)
     group.command("explain")(explain)
+    group.command("why")(why)
     group.command(
         "run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True}
     )(run)

@@ -1,0 +1,88 @@
+"""Answers to "why was this blocked?": which rule of a policy decides a path write or a connection.
+
+Pure and deterministic: the same functions the sandbox enforces, read back as a sentence,
+plus what a person could change if they want a different answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gtd.sandbox.domains import DomainRules, parse_rule, split_host_port
+from gtd.sandbox.policy import SandboxPolicy
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: str
+    allowed: bool
+    reason: str
+    rule: str | None = None  # the policy entry that decided
+    fix: str | None = None  # what would change the answer (if anything may)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _under(path: Path, roots) -> Path | None:
+    for root in roots:
+        if path == root or root in path.parents:
+            return root
+    return None
+
+
+def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
+    """Would a write to `path` be allowed under this policy, and by which rule."""
+    path = Path(path).absolute()
+    target = str(path)
+    level = policy.level.value
+    if policy.unrestricted:
+        return Verdict(target, True, f"level {level} runs without a sandbox")
+    hidden = _under(path, policy.deny_read)
+    if hidden is not None:
+        return Verdict(target, False, "hidden from the agent (secrets are unreadable below level full)", str(hidden),
+                       f"remove it from sandbox.levels.*.denyReadPaths (built-in secret paths cannot be removed)")
+    protected = _under(path, policy.protected)
+    if protected is not None:
+        return Verdict(target, False, "protected: gtd or the host later runs or trusts it, so the agent may never "
+                       "change it below level full", str(protected), "edit it yourself, outside gtd")
+    writable = _under(path, policy.writable)
+    if writable is not None:
+        return Verdict(target, True, f"writable at level {level}", str(writable))
+    return Verdict(target, False, f"not writable at level {level} (the workspace is writable from readwrite up)", None,
+                   f"approve it when gtd asks, or add it to sandbox.levels.{level}.writablePaths")
+
+
+def why_host(policy: SandboxPolicy, target: str) -> Verdict:
+    """Would a connection to `host[:port]` (default 443) be let through by the proxy, and why."""
+    host, port = split_host_port(target)
+    port = port or 443
+    shown = f"{host}:{port}"
+    level = policy.level.value
+    if policy.unrestricted:
+        return Verdict(shown, True, f"level {level} runs without a sandbox")
+    rules = DomainRules.parse(policy.reachable, policy.deny_domains)
+    decision = rules.decide(host, port)
+    if decision == "deny":
+        rule = next(r for r in rules.deny if r.matches(host, port))
+        return Verdict(shown, False, "denied by a deny rule (a deny in any config layer wins)", str(rule),
+                       "remove it from sandbox.levels.*.denyDomains")
+    if decision == "allow":
+        rule = next(r for r in rules.allow if r.matches(host, port))
+        source = "the provider's model API" if str(rule) in {str(parse_rule(h)) for h in policy.model_hosts} \
+            else f"allowDomains at or below level {level}"
+        return Verdict(shown, True, f"allowed by {source} (names resolving to loopback, link-local or metadata "
+                       "addresses are still refused unless the IP itself is listed)", str(rule))
+    return Verdict(shown, False, f"no rule allows it at level {level}: gtd asks you live (a headless run refuses it "
+                   "and saves a request for `gtd approve`)", None,
+                   f"add {shown} to sandbox.levels.{level}.allowDomains, or run the phase at level network")
+
+
+def why(policy: SandboxPolicy, target: str, cwd: Path, *, as_path: bool = False) -> Verdict:
+    """A path (with a slash, starting with . or ~, existing, or forced) or else a host[:port]."""
+    candidate = Path(target).expanduser()
+    candidate = candidate if candidate.is_absolute() else cwd / candidate
+    if as_path or "/" in target or target.startswith((".", "~")) or candidate.exists():
+        return why_path(policy, candidate)
+    return why_host(policy, target)

@@ -1,0 +1,63 @@
+"""`gtd sandbox why`: the rule that decides a write or a connection, read back from the policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support import run_gtd
+
+from gtd.config.schema import GtdConfig, Level, Phase
+from gtd.sandbox.policy import build_policy
+from gtd.sandbox.why import why
+
+
+def policy_for(repo: Path, **kw):
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"denyDomains": ["bad.test"],
+                                                                          "allowDomains": ["*.corp.test:443"]}}}})
+    return build_policy(config, workspace=repo, home=Path.home(), **kw)
+
+
+def test_protected_path_names_the_protecting_rule(repo):
+    verdict = why(policy_for(repo, phase=Phase.BUILD), ".git/hooks/pre-commit", repo)
+    assert not verdict.allowed
+    assert verdict.rule == str(repo / ".git" / "hooks")
+    assert "protected" in verdict.reason
+
+
+def test_workspace_file_is_writable_at_readwrite_but_not_in_plan(repo):
+    assert why(policy_for(repo, phase=Phase.BUILD), "src/app.py", repo).allowed
+    plan = why(policy_for(repo, phase=Phase.PLAN), "src/app.py", repo)
+    assert not plan.allowed and "readonly.writablePaths" in plan.fix
+    assert why(policy_for(repo, phase=Phase.PLAN), "TODO.md", repo, as_path=True).allowed
+
+
+def test_secret_is_hidden(repo):
+    verdict = why(policy_for(repo, level=Level.NETWORK), str(Path.home() / ".ssh" / "id_ed25519"), repo)
+    assert not verdict.allowed and verdict.rule == str(Path.home() / ".ssh")
+
+
+def test_hosts_deny_wins_allow_names_rule_unknown_escalates(repo):
+    policy = policy_for(repo, level=Level.NETWORK)
+    assert why(policy, "pypi.org", repo).allowed
+    denied = why(policy, "bad.test:443", repo)
+    assert not denied.allowed and denied.rule == "bad.test"
+    corp = why(policy, "git.corp.test", repo)
+    assert corp.allowed and corp.rule == "*.corp.test:443"
+    unknown = why(policy_for(repo, level=Level.READWRITE), "pypi.org", repo)
+    assert not unknown.allowed and "asks you live" in unknown.reason
+    assert "sandbox.levels.readwrite.allowDomains" in unknown.fix
+
+
+def test_full_level_is_unrestricted(repo):
+    assert why(policy_for(repo, level=Level.FULL), ".git/hooks/x", repo).allowed
+
+
+def test_cli_json_and_exit_status(repo):
+    (repo / ".gtdrc.json").write_text('{"provider": "scripted"}')
+    blocked = run_gtd("sandbox", "why", ".git/config", "--phase", "build", "--json", cwd=repo)
+    assert blocked.returncode == 1
+    data = json.loads(blocked.stdout)
+    assert data["allowed"] is False and data["rule"] == str(repo / ".git" / "config")
+    allowed = run_gtd("sandbox", "why", "README.md", "--phase", "build", cwd=repo)
+    assert allowed.returncode == 0 and allowed.stdout.startswith("ALLOWED")
