@@ -24,10 +24,15 @@ _REDACTIONS = [
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "sk-***"),
     (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"), "gh*_***"),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
-    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-+/=]{8,}"), r"\1***"),
-    (re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"), r"\1***"),
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,}"), "xox*-***"),
+    (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~\-+/=]{8,}"), r"\1\2***"),
+    (re.compile(r"(?i)((?:api[_-]?key|access[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*[\"']?)"
+                r"(?!(?:bearer|basic)\s)[^\s\"',;&]{4,}"), r"\1***"),
     (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),  # credentials in URLs, incl. the proxy token
 ]
+
+
+_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|passwd|authorization|credential)")
 
 
 def redact(value: Any) -> Any:
@@ -37,7 +42,8 @@ def redact(value: Any) -> Any:
             value = pattern.sub(replacement, value)
         return value
     if isinstance(value, dict):
-        return {key: redact(item) for key, item in value.items()}
+        return {key: "***" if _SECRET_KEY.search(str(key)) and isinstance(item, str) and item else redact(item)
+                for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(item) for item in value]
     return value

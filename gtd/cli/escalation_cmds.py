@@ -31,10 +31,10 @@ def approve(
     json_out: opt.JsonOut = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Walk through requests that headless runs had to deny: save each to the project or user config, or drop it."""
+    """Walk through requests that headless runs had to deny: save each to the project or user config, deny or skip it."""
     from gtd.audit import AuditLog
     from gtd.escalation import prompt
-    from gtd.escalation.escalator import is_interactive, save_rule
+    from gtd.escalation.escalator import BY_SAVED_RULE, BY_USER, is_interactive, save_rule, saved_rule_scope
     from gtd.escalation.pending import PendingStore
 
     repo = _repo(directory)
@@ -53,14 +53,32 @@ def approve(
         raise GtdError("`gtd approve` needs a terminal to ask you; use `gtd approve --list` or `--json` to see requests",
                        exit_code=ExitCode.USAGE)
     audit = AuditLog(repo)
-    for request in pending:
-        decision = prompt.ask(stderr, request, repo, allow_once=False)
-        saved_to = None
+    for number, request in enumerate(pending, 1):
+        scope = saved_rule_scope(request, repo)
+        if scope is not None:  # approved meanwhile (another run, another terminal)
+            stderr.print(f"already allowed by a saved {scope} rule: {escape(request.summary())}")
+            audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
+                         decided_by=BY_SAVED_RULE, via="gtd approve")
+            store.remove(request.id)
+            continue
+        try:
+            decision = prompt.ask(stderr, request, repo, allow_once=False, allow_skip=True,
+                                  title=f"Pending request {number} of {len(pending)}")
+        except prompt.Skip:
+            stderr.print("skipped: still pending")
+            continue
+        fields: dict = {}
         if decision in (prompt.Decision.PROJECT, prompt.Decision.USER):
-            saved_to = str(save_rule(request, decision.value, repo))
-            stderr.print(f"saved: {escape(request.rule(decision.value, repo).describe())} -> {escape(saved_to)}")
-        audit.record("escalation_decision", id=request.id, decision=decision.value, decided_by="user",
-                     via="gtd approve", saved_to=saved_to)
+            saved = save_rule(request, decision.value, repo)
+            fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
+            stderr.print(f"saved {escape(saved.rule)} to {escape(str(saved.path))}"
+                         + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
+            if saved.warning:
+                stderr.print(f"[yellow]warning:[/yellow] {escape(saved.warning)}")
+        else:
+            stderr.print("denied")
+        audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
+                     decided_by=BY_USER, via="gtd approve", **fields)
         store.remove(request.id)
 
 
@@ -103,10 +121,16 @@ def trust(
     store = TrustStore()
     loosening = loosening_entries(read_config_file(path))
     if show:
-        state = "trusted" if store.is_trusted(path) else "NOT trusted"
+        trusted = store.is_trusted(path)
+        state = "trusted" if trusted else ("changed since you trusted it" if store.pinned(path) else "NOT trusted")
         stdout.print(f"{escape(str(path))}: {state}")
+        approved = store.approved(path)
         for entry in loosening:
-            stdout.print(f"  loosens: {escape(entry)}")
+            honoured = "honoured" if trusted or entry in approved else "ignored"
+            how = " (approved at a prompt)" if entry in approved and not trusted else ""
+            stdout.print(f"  loosens: {escape(entry)}  " + escape(f"[{honoured}{how}]"), highlight=False)
+        if not loosening:
+            stdout.print("  nothing in it loosens the sandbox")
         return
     if revoke:
         store.revoke(path)

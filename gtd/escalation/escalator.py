@@ -1,4 +1,4 @@
-"""Deciding escalation requests: a person at a terminal, or the headless deny.
+"""Deciding escalation requests: a saved rule, a person at a terminal, or the headless deny.
 
 Saved approvals become concrete config rules (so the next run needs no question), written
 atomically; project approvals are committed with the 🔐 prefix so the team shares them.
@@ -7,124 +7,229 @@ Every request and decision goes to the audit log with who decided.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
 from rich.console import Console
+from rich.markup import escape
 
 from gtd.audit import AuditLog
 from gtd.config.schema import Phase
 from gtd.config.writer import append_unique, edit_config_file, set_key
+from gtd.errors import GtdError
 from gtd.escalation import prompt
 from gtd.escalation.pending import PendingStore
-from gtd.escalation.prompt import Decision
+from gtd.escalation.prompt import Decision, PromptInput
 from gtd.escalation.request import EscalationRequest, Scope
-from gtd.escalation.trust import TrustStore, loosening_entries
-from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+from gtd.escalation.trust import TrustStore, entry
+from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
 
-__all__ = ["Decision", "Escalator", "is_interactive", "network_error_domains", "save_rule"]
+__all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_error_domains", "save_rule",
+           "saved_rule_scope"]
+
+# Who decided, as written to the audit log.
+BY_USER, BY_SAVED_RULE, BY_HEADLESS, BY_EARLIER = "user", "saved rule", "headless deny", "earlier answer this run"
 
 
 def is_interactive(non_interactive_flag: bool) -> bool:
-    """Ask only when a person can answer: stdin and stderr are terminals and --non-interactive is off."""
+    """Ask only when a person can answer: stdin is a terminal, the prompt's stream (stderr) is one,
+    and --non-interactive is off. (stdout may be piped: prompts never go there.)"""
     return not non_interactive_flag and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Path:
-    """Write the request's concrete rule to the project or user config (atomic, format kept).
-    Project rules are committed; a project file the user already trusted stays trusted."""
-    from gtd.workflow.git import commit_paths
-    from gtd.workflow.steps import CONFIG_PREFIX
+@dataclass(frozen=True)
+class SavedRule:
+    path: Path  # the config file written
+    rule: str  # the rule, as `key += value`
+    commit: str | None = None  # the 🔐 commit for a project rule
+    warning: str | None = None  # saved, but something around it did not work (e.g. the commit)
 
+
+def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> SavedRule:
+    """Write the request's concrete rule to the project or user config (atomic, rest of the file kept).
+
+    A project rule is also committed, and recorded as approved by the user in the trust store (the
+    loader honours it even if the rest of the file is not trusted); a project file the user trusted
+    stays trusted. The whole sequence runs under one lock per file, so concurrent approvals from
+    several processes neither lose a rule nor leave a trusted file untrusted."""
     rule = request.rule(scope, repo_root)
     path = repo_root / PROJECT_CONFIG_NAME if scope == "project" else user_config_file()
-    trust = TrustStore()
-    was_trusted = scope == "project" and (not path.exists() or trust.is_trusted(path) or not _loosens(path))
 
     def mutate(document):
         (append_unique if rule.append else set_key)(document, rule.key, rule.value)
 
-    edit_config_file(path, mutate)
-    if scope == "project":
-        if was_trusted:
-            trust.trust(path)  # the person just approved this content
-        commit_paths(repo_root, [PROJECT_CONFIG_NAME],
-                     f"{CONFIG_PREFIX} config: {rule.describe()} (approved: {request.summary()})")
-    return path
+    if scope == "user":
+        edit_config_file(path, mutate)
+        return SavedRule(path, rule.describe())
+
+    trust = TrustStore()
+    with _approval_lock(path):
+        existed = path.exists()
+        was_trusted = trust.is_trusted(path)
+        edit_config_file(path, mutate)
+        trust.approve_entry(path, entry(rule.key, rule.value))
+        if was_trusted or not existed:
+            trust.trust(path)  # content the user trusted plus what they just approved
+    return SavedRule(path, rule.describe(), *_commit(repo_root, request))
 
 
-def _loosens(path: Path) -> bool:
-    from gtd.config.files import read_config_file
+def _approval_lock(path: Path) -> FileLock:
+    directory = locks_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return FileLock(str(directory / f"approve-{digest}.lock"), timeout=60)
 
-    return bool(loosening_entries(read_config_file(path)))
+
+def _commit(repo_root: Path, request: EscalationRequest) -> tuple[str | None, str | None]:
+    from gtd.workflow.git import commit_paths
+    from gtd.workflow.steps import CONFIG_PREFIX
+
+    try:
+        sha = commit_paths(repo_root, [PROJECT_CONFIG_NAME], f"{CONFIG_PREFIX} gtd: {request.short()} (approved by user)")
+        return sha, None
+    except GtdError as exc:
+        return None, f"saved, but not committed: {exc}"
+
+
+def saved_rule_scope(request: EscalationRequest, repo_root: Path) -> Scope | None:
+    """Whether the config as it is now (trust filter applied) already allows the request, and
+    from which file: a rule saved since the boundary was set (another process, an earlier answer)."""
+    from gtd.config.loader import load_config
+    from gtd.config.merge import merge
+    from gtd.config.schema import GtdConfig
+    from gtd.escalation.trust import filter_untrusted_project
+
+    try:
+        loaded = load_config(repo_root, project_filter=filter_untrusted_project)
+        if not _covers(loaded.config, request, repo_root):
+            return None
+        defaults = GtdConfig().model_dump(by_alias=True, mode="json")
+        for layer in reversed(loaded.layers):
+            if layer.name in ("project", "user"):
+                alone = GtdConfig.model_validate(merge(defaults, layer.values))
+                if _covers(alone, request, repo_root):
+                    return layer.name
+        return "user"
+    except Exception:  # noqa: BLE001 - an unreadable config allows nothing: ask (or deny) as usual
+        return None
+
+
+def _covers(config, request: EscalationRequest, repo_root: Path) -> bool:
+    from gtd.sandbox.domains import DomainRules, split_host_port
+    from gtd.sandbox.policy import build_policy
+
+    if request.kind == "level":
+        return request.phase is not None and request.requested_level is not None and \
+            config.sandbox.phases.for_phase(request.phase).rank >= request.requested_level.rank
+    policy = build_policy(config, workspace=repo_root, phase=request.phase, level=request.level)
+    if request.kind == "domain":
+        host, port = split_host_port(request.target)
+        rules = DomainRules.parse(policy.reachable, policy.deny_domains)
+        return rules.decide(host, port or 443) == "allow"
+    target = Path(request.target)
+    inside = lambda roots: any(target == root or root in target.parents for root in roots)  # noqa: E731
+    return inside(policy.writable) and not inside(policy.protected)
 
 
 class Escalator:
+    """Decides requests for one gtd invocation. Thread-safe: the proxy asks from its own threads,
+    and one question is on screen at a time. An answer holds for the rest of the invocation, so a
+    denied host is not asked about again and an "allow once" is not asked twice."""
+
     def __init__(self, repo_root: Path, *, interactive: bool, audit: AuditLog, phase: Phase | None = None,
-                 console: Console | None = None):
+                 console: Console | None = None, prompt_input: PromptInput | None = None):
         self.repo_root = repo_root
         self.interactive = interactive
         self.audit = audit
         self.phase = phase
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, highlight=False)
+        self.prompt_input = prompt_input
         self.pending = PendingStore(repo_root)
         self.headless_denied: list[EscalationRequest] = []
-        self._lock = threading.Lock()  # one question at a time, whatever thread asks
-        self._network_lock = threading.Lock()  # two connections to one host get one question
-        self._network_answers: dict[tuple[str, int], bool] = {}
+        self._lock = threading.Lock()
+        self._answers: dict[str, Decision] = {}  # request id -> decision, for this invocation
 
     def decide(self, request: EscalationRequest) -> Decision:
         with self._lock:
+            if request.id in self._answers:
+                decision = self._answers[request.id]
+                self.audit.record("escalation_decision", id=request.id, target=request.target,
+                                  decision=decision.value, decided_by=BY_EARLIER)
+                return decision
             self.audit.record("escalation_request", **request.model_dump(mode="json"))
-            if not self.interactive:
-                self.pending.add(request)
-                self.headless_denied.append(request)
-                self.audit.record("escalation_decision", id=request.id, decision=Decision.DENY.value,
-                                  decided_by="headless", note="saved for `gtd approve`")
-                return Decision.DENY
-            decision = prompt.ask(self.console, request, self.repo_root)
-            saved_to = None
-            if decision in (Decision.PROJECT, Decision.USER):
-                saved_to = str(save_rule(request, decision.value, self.repo_root))
-            self.audit.record("escalation_decision", id=request.id, decision=decision.value, decided_by="user",
-                              rule=request.rule("project" if decision == Decision.PROJECT else "user", self.repo_root).describe()
-                              if saved_to else None, saved_to=saved_to)
+            decision = self._decide(request)
+            self._answers[request.id] = decision
             return decision
 
+    def _decide(self, request: EscalationRequest) -> Decision:
+        scope = saved_rule_scope(request, self.repo_root)
+        if scope is not None:
+            self.audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
+                              decided_by=BY_SAVED_RULE)
+            return Decision(scope)
+        if not self.interactive:
+            self.pending.add(request)
+            self.headless_denied.append(request)
+            self.audit.record("escalation_decision", id=request.id, target=request.target,
+                              decision=Decision.DENY.value, decided_by=BY_HEADLESS, pending=True)
+            return Decision.DENY
+        decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input)
+        fields: dict = {}
+        if decision in (Decision.PROJECT, Decision.USER):
+            try:
+                saved = save_rule(request, decision.value, self.repo_root)
+            except GtdError as exc:  # e.g. the file is invalid: say so, allow for this run only
+                self.console.print(f"[red]could not save the rule:[/red] {escape(str(exc))}; allowed once instead")
+                fields = {"save_error": str(exc)}
+                decision = Decision.ONCE
+            else:
+                fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
+                self.console.print(f"saved {escape(saved.rule)} to {escape(str(saved.path))}"
+                                   + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
+                if saved.warning:
+                    self.console.print(f"[yellow]warning:[/yellow] {escape(saved.warning)}")
+        self.audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
+                          decided_by=BY_USER, **fields)
+        return decision
+
     def network_decider(self, connection) -> bool:
-        """For the proxy: asked while it holds a connection to a host no rule allows or denies."""
-        key = (connection.host, connection.port)
-        with self._network_lock:
-            if key not in self._network_answers:
-                request = EscalationRequest.create(kind="domain", target=f"{connection.host}:{connection.port}",
-                                                   phase=self.phase, level=connection.level,
-                                                   reason="a process in the sandbox opened a connection to it")
-                self._network_answers[key] = self.decide(request) != Decision.DENY
-            return self._network_answers[key]
+        """For the proxy: asked (on a proxy thread, the connection held) about a host no rule decides."""
+        host = f"[{connection.host}]" if ":" in connection.host else connection.host
+        request = EscalationRequest.create(kind="domain", target=f"{host}:{connection.port}", phase=self.phase,
+                                           level=connection.level,
+                                           reason="a process in the sandbox opened a connection to it")
+        return self.decide(request) != Decision.DENY
 
 
 # What common tools print when the network is unavailable to them, and where the host name is.
+_HOST = r"([A-Za-z0-9][A-Za-z0-9.\-]*)"
 _NETWORK_ERRORS = [
-    re.compile(r"Could not resolve host:? '?([A-Za-z0-9.\-]+)"),  # curl, git
-    re.compile(r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([A-Za-z0-9.\-]+)"),  # node / npm
-    re.compile(r"Failed to establish a new connection.*?host='([A-Za-z0-9.\-]+)'"),
-    re.compile(r"HTTPSConnectionPool\(host='([A-Za-z0-9.\-]+)', port=(\d+)\)"),  # pip / requests
-    re.compile(r"ProxyError.*?(?:host='|CONNECT )([A-Za-z0-9.\-]+)"),
+    re.compile(r"gtd sandbox: " + _HOST + r":(\d+) refused"),  # gtd's proxy says it itself
+    re.compile(r"Could not resolve host:? '?" + _HOST),  # curl, git
+    re.compile(r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) " + _HOST),  # node / npm
+    re.compile(r"request to https?://" + _HOST + r"(?::(\d+))?/\S* failed"),  # npm
+    re.compile(r"HTTPS?ConnectionPool\(host='" + _HOST + r"', port=(\d+)\)"),  # pip / requests
+    re.compile(r"Failed to establish a new connection.*?host='" + _HOST + "'"),
+    re.compile(r"ProxyError.*?(?:host='|CONNECT )" + _HOST),
+    re.compile(r"unable to access 'https?://" + _HOST + r"(?::(\d+))?/"),  # git
+    re.compile(r"dial tcp: lookup " + _HOST),  # go
     re.compile(r"Temporary failure in name resolution.*?([A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)"),
-    re.compile(r"unable to access 'https?://([A-Za-z0-9.\-]+)"),  # git
-    re.compile(r"Received HTTP code 403 from proxy after CONNECT.*?([A-Za-z0-9.\-]+):(\d+)"),
 ]
 
 
 def network_error_domains(output: str) -> list[tuple[str, int]]:
-    """Domains a failed command tried to reach, from the network errors it printed (https => 443)."""
+    """Domains a failed command tried to reach, from the network errors it printed (port 443 unless shown)."""
     found: list[tuple[str, int]] = []
     for pattern in _NETWORK_ERRORS:
         for match in pattern.finditer(output):
             host = match.group(1).rstrip(".").lower()
-            port = int(match.group(2)) if pattern.groups >= 2 and match.group(2) else 443
-            if "." in host and (host, port) not in found:
+            port_text = match.group(2) if pattern.groups >= 2 else None
+            port = int(port_text) if port_text else 443
+            if "." in host and not host.replace(".", "").isdigit() and (host, port) not in found:
                 found.append((host, port))
     return found

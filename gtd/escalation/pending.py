@@ -8,6 +8,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from gtd.config.writer import atomic_write
+from gtd.errors import GtdError
 from gtd.escalation.request import EscalationRequest
 from gtd.paths import project_state_dir
 
@@ -15,6 +16,8 @@ PENDING_FILE = "pending.json"
 
 
 class PendingStore:
+    """A JSON list of requests, edited under a file lock and replaced atomically."""
+
     def __init__(self, repo_root: Path):
         directory = project_state_dir(repo_root)
         self.path = directory / PENDING_FILE
@@ -27,7 +30,11 @@ class PendingStore:
     def _read(self) -> list[EscalationRequest]:
         if not self.path.exists():
             return []
-        return [EscalationRequest.model_validate(item) for item in json.loads(self.path.read_text(encoding="utf-8"))]
+        try:
+            return [EscalationRequest.model_validate(item) for item in json.loads(self.path.read_text(encoding="utf-8"))]
+        except (ValueError, TypeError) as exc:  # never silently drop what a person still has to decide
+            raise GtdError(f"the pending escalations file {self.path} is damaged ({exc}); "
+                           "fix or delete it, then run `gtd approve` again") from None
 
     def _write(self, requests: list[EscalationRequest]) -> None:
         atomic_write(self.path, json.dumps([r.model_dump(mode="json") for r in requests], indent=2) + "\n")

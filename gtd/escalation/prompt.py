@@ -1,16 +1,22 @@
-"""The interactive question: the exact request, the rule that would be saved, four choices."""
+"""The interactive question: the exact request, the rules that would be saved, and the choices.
+
+Loosening the sandbox always takes an explicit key press; an empty answer or end of input
+means deny.
+"""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.prompt import Prompt
 
 from gtd.escalation.request import EscalationRequest
+
+PromptInput = Callable[[str], str]  # shows a prompt, returns the typed line
 
 
 class Decision(str, Enum):
@@ -20,19 +26,44 @@ class Decision(str, Enum):
     DENY = "deny"
 
 
+class Skip(Exception):
+    """`gtd approve`: leave this request pending for later."""
+
+
 KEYS = {"o": Decision.ONCE, "p": Decision.PROJECT, "u": Decision.USER, "d": Decision.DENY}
+LABELS = {"o": "allow [b]o[/b]nce", "p": "save to [b]p[/b]roject config", "u": "save to [b]u[/b]ser config",
+          "d": "[b]d[/b]eny", "s": "[b]s[/b]kip (keep pending)"}
 
 
-def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True) -> Decision:
+def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
     body = (f"[bold]{escape(request.summary())}[/bold]\n"
             f"why: {escape(request.reason)}\n\n"
-            f"[dim]save to project (.gtdrc.json, committed):[/dim] {escape(project_rule)}\n"
-            f"[dim]save to user config:[/dim] {escape(user_rule)}")
-    console.print(Panel(body, title="The sandbox blocked the agent", border_style="yellow"))
-    keys = [k for k in KEYS if allow_once or k != "o"]
-    labels = {"o": "allow [b]o[/b]nce", "p": "save to [b]p[/b]roject", "u": "save to [b]u[/b]ser", "d": "[b]d[/b]eny"}
-    console.print(" / ".join(labels[k] for k in keys))
-    answer = Prompt.ask("Decision", choices=keys, default="d", console=console, show_default=True)
-    return KEYS[answer]
+            f"[dim]project (.gtdrc.json, committed):[/dim] {escape(project_rule)}\n"
+            f"[dim]user config:[/dim]                     {escape(user_rule)}")
+    console.print(Panel(body, title=title, border_style="yellow", expand=False))
+
+
+def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True,
+        allow_skip: bool = False, prompt_input: PromptInput | None = None,
+        title: str = "The sandbox blocked the agent") -> Decision:
+    """Ask until the answer is one of the keys. Raises Skip when the person skips (approve only)."""
+    render(console, request, repo_root, title=title)
+    keys = [k for k in KEYS if allow_once or k != "o"] + (["s"] if allow_skip else [])
+    console.print(" / ".join(LABELS[k] for k in keys))
+    read = prompt_input or (lambda text: console.input(text))
+    question = f"Decision [{'/'.join(keys)}] (default d): "
+    while True:
+        try:
+            answer = read(question).strip().lower()
+        except EOFError:  # (Ctrl-C is not an answer: it interrupts gtd)
+            console.print("\n[red]no answer: denied[/red]")
+            return Decision.DENY
+        if not answer:
+            return Decision.DENY
+        if answer[:1] in keys and (len(answer) == 1 or answer in {"once", "project", "user", "deny", "skip"}):
+            if answer[:1] == "s":
+                raise Skip()
+            return KEYS[answer[:1]]
+        console.print(f"[red]please answer one of: {', '.join(keys)}[/red]")

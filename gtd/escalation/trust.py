@@ -3,7 +3,10 @@
 A freshly cloned repository must not be able to grant its agent more than the defaults.
 Loosening entries in `.gtdrc.json` (extra allowed domains or writable paths, a phase at a
 higher level, the sandbox disabled) are honoured only while the file's exact content
-matches the sha256 the user pinned with `gtd trust`. Tightening is always honoured.
+matches the sha256 the user pinned with `gtd trust`, or when the user approved that very
+entry at an escalation prompt. Tightening is always honoured.
+
+The pins live in the user's state directory, which the sandbox cannot write.
 """
 
 from __future__ import annotations
@@ -21,15 +24,23 @@ from gtd.config.writer import atomic_write
 from gtd.paths import user_state_dir
 
 TRUST_FILE = "trust.json"
-LOOSENING_LISTS = ("allowDomains", "writablePaths")
+LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths"}
 
 
 def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def entry(key: str, value: Any) -> str:
+    """One loosening entry as people (and the trust store) read it: `sandbox.phases.build: network`."""
+    if isinstance(value, bool):
+        value = str(value).lower()
+    return f"{key}: {value}"
+
+
 class TrustStore:
-    """Pinned hashes of project config files the user trusts, keyed by absolute path."""
+    """Per project config file (by absolute path): the pinned sha256 of the content the user
+    trusted, and the loosening entries the user approved one by one at a prompt."""
 
     def __init__(self, directory: Path | None = None):
         directory = directory or user_state_dir()
@@ -40,78 +51,113 @@ class TrustStore:
         self._lock_path.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self._lock_path), timeout=30)
 
-    def _read(self) -> dict[str, str]:
-        return json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else {}
+    def _read(self) -> dict[str, dict[str, Any]]:
+        if not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return {}  # a damaged store trusts nothing (fails closed)
+        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+    def _update(self, config_file: Path, change) -> dict[str, Any]:
+        with self._lock():
+            pins = self._read()
+            record = pins.setdefault(str(config_file.resolve()), {})
+            change(record)
+            if not record:
+                del pins[str(config_file.resolve())]
+            atomic_write(self.path, json.dumps(pins, indent=2, sort_keys=True) + "\n")
+            return record
+
+    def record(self, config_file: Path) -> dict[str, Any]:
+        return self._read().get(str(config_file.resolve()), {})
 
     def pinned(self, config_file: Path) -> str | None:
-        return self._read().get(str(config_file.resolve()))
+        return self.record(config_file).get("sha256")
+
+    def approved(self, config_file: Path) -> set[str]:
+        return set(self.record(config_file).get("approved", []))
 
     def is_trusted(self, config_file: Path) -> bool:
-        return config_file.exists() and self.pinned(config_file) == file_digest(config_file)
+        """The file's exact current content is what the user trusted."""
+        pinned = self.pinned(config_file)
+        return pinned is not None and config_file.exists() and pinned == file_digest(config_file)
 
-    def trust(self, config_file: Path) -> str:
-        digest = file_digest(config_file)
-        with self._lock():
-            pins = self._read()
-            pins[str(config_file.resolve())] = digest
-            atomic_write(self.path, json.dumps(pins, indent=2) + "\n")
+    def trust(self, config_file: Path, digest: str | None = None) -> str:
+        digest = digest or file_digest(config_file)
+        self._update(config_file, lambda record: record.__setitem__("sha256", digest))
         return digest
 
+    def approve_entry(self, config_file: Path, loosening: str) -> None:
+        """The user approved this one entry at a prompt: honour it whatever else the file holds."""
+        def add(record):
+            record["approved"] = sorted(set(record.get("approved", [])) | {loosening})
+        self._update(config_file, add)
+
     def revoke(self, config_file: Path) -> bool:
-        with self._lock():
-            pins = self._read()
-            removed = pins.pop(str(config_file.resolve()), None) is not None
-            atomic_write(self.path, json.dumps(pins, indent=2) + "\n")
-        return removed
+        found = bool(self.record(config_file))
+        self._update(config_file, lambda record: record.clear())
+        return found
 
 
 def loosening_entries(values: dict[str, Any]) -> list[str]:
     """What in a project layer loosens the sandbox beyond the built-in defaults, as `key: value`."""
     defaults = GtdConfig().sandbox
-    sandbox = values.get("sandbox", {})
+    sandbox = values.get("sandbox") or {}
     found = []
     if sandbox.get("enabled") is False:
-        found.append("sandbox.enabled: false")
-    for phase, level in sandbox.get("phases", {}).items():
+        found.append(entry("sandbox.enabled", False))
+    for phase, level in (sandbox.get("phases") or {}).items():
         if Level(level).rank > getattr(defaults.phases, phase).rank:
-            found.append(f"sandbox.phases.{phase}: {level}")
-    for level, rules in sandbox.get("levels", {}).items():
-        default_rules = getattr(defaults.levels, level)
-        for key in LOOSENING_LISTS:
-            default_values = getattr(default_rules, "allow_domains" if key == "allowDomains" else "writable_paths")
-            for item in rules.get(key, []):
+            found.append(entry(f"sandbox.phases.{phase}", Level(level).value))
+    for level, rules in (sandbox.get("levels") or {}).items():
+        for key, field in LOOSENING_LISTS.items():
+            default_values = getattr(getattr(defaults.levels, level), field)
+            for item in rules.get(key) or []:
                 if item not in default_values:
-                    found.append(f"sandbox.levels.{level}.{key}: {item}")
+                    found.append(entry(f"sandbox.levels.{level}.{key}", item))
     return found
 
 
-def without_loosening(values: dict[str, Any]) -> dict[str, Any]:
-    """The layer with every loosening entry removed; tightening and unrelated keys kept."""
+def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> dict[str, Any]:
+    """The layer with every loosening entry removed except those in `keep`; tightening and unrelated keys kept."""
     kept = copy.deepcopy(values)
     sandbox = kept.get("sandbox")
     if not sandbox:
         return kept
     defaults = GtdConfig().sandbox
-    if sandbox.get("enabled") is False:
+    if sandbox.get("enabled") is False and entry("sandbox.enabled", False) not in keep:
         del sandbox["enabled"]
-    phases = sandbox.get("phases", {})
-    for phase in [p for p, level in phases.items() if Level(level).rank > getattr(defaults.phases, p).rank]:
-        del phases[phase]
-    for level, rules in sandbox.get("levels", {}).items():
-        default_rules = getattr(defaults.levels, level)
-        for key in LOOSENING_LISTS:
+    phases = sandbox.get("phases") or {}
+    for phase, level in list(phases.items()):
+        raised = Level(level).rank > getattr(defaults.phases, phase).rank
+        if raised and entry(f"sandbox.phases.{phase}", Level(level).value) not in keep:
+            del phases[phase]
+    for level, rules in (sandbox.get("levels") or {}).items():
+        for key, field in LOOSENING_LISTS.items():
             if key in rules:
-                default_values = getattr(default_rules, "allow_domains" if key == "allowDomains" else "writable_paths")
-                rules[key] = [item for item in rules[key] if item in default_values]
+                default_values = getattr(getattr(defaults.levels, level), field)
+                rules[key] = [item for item in rules[key] if item in default_values
+                              or entry(f"sandbox.levels.{level}.{key}", item) in keep]
     return kept
 
 
 def filter_untrusted_project(path: Path, values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The config loader's project filter: drop loosening from an untrusted (or changed) file."""
+    """The config loader's project filter: drop loosening from an untrusted (or changed) file,
+    except the entries the user approved one by one."""
     loosening = loosening_entries(values)
-    if not loosening or TrustStore().is_trusted(path):
+    if not loosening:
         return values, []
-    shown = "; ".join(loosening[:5]) + (f" (+{len(loosening) - 5} more)" if len(loosening) > 5 else "")
-    return without_loosening(values), [
-        f"{path}: not trusted, so these entries that loosen the sandbox are ignored: {shown}. "
+    store = TrustStore()
+    if store.is_trusted(path):
+        return values, []
+    approved = store.approved(path)
+    ignored = [item for item in loosening if item not in approved]
+    if not ignored:
+        return values, []
+    shown = "; ".join(ignored[:5]) + (f" (+{len(ignored) - 5} more)" if len(ignored) > 5 else "")
+    changed = " (it changed since you trusted it)" if store.pinned(path) else ""
+    return without_loosening(values, approved), [
+        f"{path}: not trusted{changed}, so these entries that loosen the sandbox are ignored: {shown}. "
         f"Review the file, then run `gtd trust` to honour them."]
