@@ -99,7 +99,7 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
         ops.append((len(path.parts), order, list(args)))
 
     # Roots the command must still see although they live under the private /tmp.
-    for root in (policy.home, policy.workspace):
+    for root in (policy.home, policy.workspace, *policy.runtime_roots):
         if _strictly_inside(root, tmp) and root.exists():
             add(root, 0, "--ro-bind", str(root), str(root))
     for w in writable:

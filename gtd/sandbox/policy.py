@@ -7,7 +7,9 @@ read-only, even inside writable ones (deny beats allow).
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,9 @@ class SandboxPolicy:
     enabled: bool = True
     phase: Phase | None = None
     home: Path = field(default_factory=Path.home)
+    # Read-only roots the command needs to run (gtd's Python and package, tool dirs on PATH):
+    # visible even where they live under the private /tmp.
+    runtime_roots: tuple[Path, ...] = ()
     # The git metadata present at build time: anything new after a run is quarantined (gitguard).
     git_state: GitState | None = field(default=None, compare=False, repr=False)
 
@@ -117,6 +122,28 @@ def level_for(config: GtdConfig, phase: Phase | None, level: Level | None) -> Le
     return Level.READONLY
 
 
+@functools.lru_cache(maxsize=1)
+def runtime_roots() -> tuple[Path, ...]:
+    """gtd's interpreter and package, and the prefix of every PATH entry (`<prefix>/bin`): the
+    scripted agent and the agent CLIs run from there, wherever gtd was installed."""
+    import gtd
+
+    roots = [Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent,
+             Path(gtd.__file__).resolve().parent.parent]
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if entry:
+            roots.append(Path(os.path.realpath(entry)).parent)
+    return _unique(Path(os.path.realpath(r)) for r in roots if os.path.isdir(r))
+
+
+def gtd_install_paths() -> list[Path]:
+    """gtd's own interpreter environment and package: the host runs them next time, so they are
+    protected like git hooks when they happen to live inside a writable root (a project's .venv)."""
+    import gtd
+
+    return [Path(os.path.realpath(sys.prefix)), Path(gtd.__file__).resolve().parent]
+
+
 def build_policy(
     config: GtdConfig,
     *,
@@ -159,6 +186,7 @@ def build_policy(
     protected = repo_protected_paths(workspace, home, git_state) + home_protected_paths(home, workspace)
     protected += [paths.user_config_dir(), paths.user_state_dir(), workspace / paths.PROJECT_CONFIG_NAME]
     protected += [res(p) for p in needs.protected_paths]
+    protected += gtd_install_paths()
 
     return SandboxPolicy(
         level=level,
@@ -173,5 +201,6 @@ def build_policy(
         enabled=config.sandbox.enabled,
         phase=phase,
         home=home,
+        runtime_roots=runtime_roots(),
         git_state=git_state,
     )
