@@ -40,6 +40,7 @@ def collect(directory=None) -> list[dict]:
         sandbox_enabled = True
     for check in sandbox_checks():
         check.setdefault("required", sandbox_enabled)
+        check["sandbox"] = True
         checks.append(check)
     for provider in provider_report():
         detail = f"{provider.get('version') or ''} {provider.get('path') or ''}".strip() or "not installed"
@@ -62,7 +63,7 @@ def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> No
             table.add_row(mark, escape(check["name"]), escape(str(check["detail"])) + fix)
         stdout.print(table)
     if failed:
-        raise typer.Exit(ExitCode.SANDBOX_UNAVAILABLE if any(c["name"].startswith("sandbox") for c in failed) else ExitCode.FAILURE)
+        raise typer.Exit(ExitCode.SANDBOX_UNAVAILABLE if any(c.get("sandbox") for c in failed) else ExitCode.FAILURE)
 
 
 def register(app: typer.Typer) -> None:
