@@ -56,7 +56,7 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
     A project rule is also committed, and recorded as approved by the user in the trust store (the
     loader honours it even if the rest of the file is not trusted); a project file the user trusted
     stays trusted. The whole sequence runs under one lock per file, so concurrent approvals from
-    several processes neither lose a rule nor leave a trusted file untrusted."""
+    several processes neither lose a rule, nor leave a trusted file untrusted, nor collide in git."""
     rule = request.rule(scope, repo_root)
     path = repo_root / PROJECT_CONFIG_NAME if scope == "project" else user_config_file()
 
@@ -75,7 +75,8 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
         trust.approve_entry(path, entry(rule.key, rule.value))
         if was_trusted or not existed:
             trust.trust(path)  # content the user trusted plus what they just approved
-    return SavedRule(path, rule.describe(), *_commit(repo_root, request))
+        commit, warning = _commit(repo_root, request)  # under the lock: two approvals never race for git's index
+    return SavedRule(path, rule.describe(), commit, warning)
 
 
 def _approval_lock(path: Path) -> FileLock:

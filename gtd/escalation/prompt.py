@@ -52,7 +52,7 @@ def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_
     render(console, request, repo_root, title=title)
     keys = [k for k in KEYS if allow_once or k != "o"] + (["s"] if allow_skip else [])
     console.print(" / ".join(LABELS[k] for k in keys))
-    read = prompt_input or (lambda text: console.input(text))
+    read = prompt_input or (lambda text: console.input(escape(text)))
     question = f"Decision [{'/'.join(keys)}] (default d): "
     while True:
         try:

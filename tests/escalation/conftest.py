@@ -1,0 +1,53 @@
+"""Fixtures for driving the real `gtd` prompt through a pseudo-terminal."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pexpect
+import pytest
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        body = b"REGISTRY-OK"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    """A loopback HTTP server standing in for a package registry: yields its port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def spawn_gtd(isolated_home):
+    """spawn_gtd(*args, cwd=...) -> a pexpect child running the real gtd in a terminal (plain output)."""
+    children: list[pexpect.spawn] = []
+
+    def spawn(*args: str, cwd: Path, timeout: float = 60) -> pexpect.spawn:
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TERM": "xterm"}
+        child = pexpect.spawn(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=env, encoding="utf-8",
+                              timeout=timeout, dimensions=(50, 200))
+        children.append(child)
+        return child
+
+    yield spawn
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
