@@ -114,9 +114,16 @@ def run(
             code = proc.wait()
         for v in session.violations:
             sys.stderr.write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n")
+    code = code if code >= 0 else 128 - code
     if escalator and escalator.headless_denied:
+        from gtd.exitcodes import ExitCode
+
         sys.stderr.write(f"gtd sandbox: {len(escalator.headless_denied)} request(s) saved for `gtd approve`\n")
-    raise typer.Exit(code if code >= 0 else 128 - code)
+        pending = [request.model_dump(mode="json") for request in escalator.headless_denied]
+        sys.stdout.write(json.dumps({"status": "escalation_pending", "requests": pending, "commandExitCode": code,
+                                     "hint": "run `gtd approve` in a terminal, then run the command again"}) + "\n")
+        raise typer.Exit(ExitCode.ESCALATION_PENDING)
+    raise typer.Exit(code)
 
 
 def why(
