@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -84,13 +84,16 @@ def approve(
 
 def audit(
     json_out: opt.JsonOut = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Show the last N entries (0 = all).")] = 50,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0,
+                                                 help="Only the last N entries (0 = all; default 50, all with --json).")] = None,
     directory: opt.Directory = None,
 ) -> None:
     """Show the project's audit log: runs, levels, violations, escalations and who decided them."""
     from gtd.audit import AuditLog
 
     entries = AuditLog(_repo(directory)).read()
+    if limit is None:
+        limit = 0 if json_out else 50
     if limit:
         entries = entries[-limit:]
     if json_out:

@@ -144,3 +144,11 @@ def test_commands_outside_a_repository_say_so(tmp_path):
     result = run_gtd("audit", cwd=tmp_path)
     assert result.returncode == 2 and "not inside a git repository" in result.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_gtd_audit_json_exports_everything_by_default(repo):
+    log = AuditLog(repo)
+    for i in range(60):
+        log.record("test_run", exit_code=i)
+    assert len(json.loads(run_gtd("audit", "--json", cwd=repo).stdout)) == 60
+    assert run_gtd("audit", cwd=repo).stdout.count("test_run") == 50

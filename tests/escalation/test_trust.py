@@ -123,3 +123,11 @@ def test_a_damaged_trust_store_trusts_nothing(repo):
     TrustStore().trust(repo / ".gtdrc.json")
     (user_state_dir() / "trust.json").write_text("{not json")
     assert _load(repo).config.sandbox.phases.build == Level.READWRITE
+
+
+def test_untrusted_project_may_always_lower_a_level(repo):
+    _write(repo, {"sandbox": {"phases": {"build": "readonly"}, "levels": {"network": {"denyDomains": ["pypi.org"]}}}})
+    loaded = _load(repo)
+    assert loaded.warnings == []
+    assert loaded.config.sandbox.phases.build == Level.READONLY
+    assert loaded.config.sandbox.levels.network.deny_domains == ["pypi.org"]
