@@ -16,7 +16,7 @@ from typing import Any, Callable, MutableMapping
 import tomlkit
 from filelock import FileLock
 
-from gtd.config.files import detect_json_indent, dump_document, is_toml, parse_document, to_plain
+from gtd.config.files import detect_json_indent, dump_document, parse_document, to_plain
 from gtd.config.validation import strip_legacy_keys, validate_layer
 from gtd.errors import ConfigError
 from gtd.paths import locks_dir

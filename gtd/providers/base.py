@@ -73,7 +73,10 @@ class Provider(ABC):
         return self.executable_path() is not None
 
     def version(self) -> str | None:
-        return None
+        from gtd.providers.version import cli_version
+
+        path = self.executable_path()
+        return cli_version(path) if path else None
 
     @abstractmethod
     def sandbox_needs(self) -> SandboxNeeds: ...

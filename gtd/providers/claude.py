@@ -9,16 +9,14 @@ and watched for in the stream by the runner either way.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import CLAUDE_EDIT_TOOLS, CLAUDE_INTERACTIVE, CLAUDE_TOOLS
-from gtd.providers.version import cli_version
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
                   "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")
@@ -34,10 +32,6 @@ class ClaudeProvider(Provider):
 
     def __init__(self, config_dir: Path | None = None):
         self.config_dir = config_dir or agent_dir("claude")
-
-    def version(self) -> str | None:
-        path = self.executable_path()
-        return cli_version(path) if path else None
 
     def sandbox_needs(self) -> SandboxNeeds:
         return SandboxNeeds(
@@ -89,11 +83,8 @@ class ClaudeProvider(Provider):
         return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
 
     def parse_line(self, line: str) -> list[AgentEvent]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict):
+        data = json_object(line)
+        if data is None:
             return []
         kind = data.get("type")
         if kind == "system" and data.get("subtype") == "init":

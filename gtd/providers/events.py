@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+import json
 from typing import Any
 
 
@@ -47,3 +48,12 @@ class AgentEvent:
         """Inverse of `to_dict`; unknown keys are ignored so older readers accept newer writers."""
         known = {"text", "tool", "tool_input", "tool_id", "is_error", "session_id", "model", "tools", "usage", "cost_usd"}
         return cls(kind=EventKind(data["kind"]), raw=data, **{k: v for k, v in data.items() if k in known})
+
+
+def json_object(line: str) -> dict[str, Any] | None:
+    """One line of a CLI's JSON stream as an object, or None for anything else (banners, noise)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

@@ -16,9 +16,8 @@ from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, strip_v1)
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import PI_INTERACTIVE
-from gtd.providers.version import cli_version
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",
                   "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "XAI_API_KEY",
@@ -36,10 +35,6 @@ class PiProvider(Provider):
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("pi")
-
-    def version(self) -> str | None:
-        path = self.executable_path()
-        return cli_version(path) if path else None
 
     def sandbox_needs(self) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
@@ -77,11 +72,8 @@ class PiProvider(Provider):
         return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
 
     def parse_line(self, line: str) -> list[AgentEvent]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict):
+        data = json_object(line)
+        if data is None:
             return []
         kind = data.get("type")
         if kind == "session":

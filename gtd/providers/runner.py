@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Callable, Literal, Protocol, Sequence
 
 from gtd.providers.base import AgentRequest, Provider

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gtd.errors import ConfigError
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import forbidden_tools
 from gtd.providers.scripted_agent import TURNS_ENV, ScriptError, validate_script
 
@@ -68,11 +68,8 @@ class ScriptedProvider(Provider):
         return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
 
     def parse_line(self, line: str) -> list[AgentEvent]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict) or "kind" not in data:
+        data = json_object(line)
+        if data is None or "kind" not in data:
             return []
         try:
             return [AgentEvent.from_dict(data)]

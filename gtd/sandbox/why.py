@@ -42,7 +42,7 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
     hidden = _under(path, policy.deny_read)
     if hidden is not None:
         return Verdict(target, False, "hidden from the agent (secrets are unreadable below level full)", str(hidden),
-                       f"remove it from sandbox.levels.*.denyReadPaths (built-in secret paths cannot be removed)")
+                       "remove it from sandbox.levels.*.denyReadPaths (built-in secret paths cannot be removed)")
     protected = _under(path, policy.protected)
     if protected is not None:
         return Verdict(target, False, "protected: gtd or the host later runs or trusts it, so the agent may never "
