@@ -15,9 +15,8 @@ from pathlib import Path
 
 from gtd.sandbox.gitguard import GitState
 
-# Relative to the workspace root (and any nested repository's work tree).
-REPO_PROTECTED_NAMES = (
-    ".gitmodules",
+# Shell start-up files: the host's next shell runs them.
+SHELL_RC_NAMES = (
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -27,6 +26,12 @@ REPO_PROTECTED_NAMES = (
     ".zshenv",
     ".zlogin",
     ".profile",
+)
+
+# Relative to the workspace root (and any nested repository's work tree).
+REPO_PROTECTED_NAMES = (
+    ".gitmodules",
+    *SHELL_RC_NAMES,
     ".gitconfig",
     ".ripgreprc",
     ".envrc",  # direnv runs it on the host on `cd`
@@ -51,15 +56,7 @@ REPO_PROTECTED_NAMES = (
 
 # Relative to HOME: only matters where a config layer or provider makes part of HOME writable.
 HOME_PROTECTED_NAMES = (
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".profile",
+    *SHELL_RC_NAMES,
     ".inputrc",
     ".gitconfig",
     ".config/git",

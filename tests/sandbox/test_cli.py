@@ -33,11 +33,19 @@ def test_explain_full_says_unsandboxed(repo):
 @requires_bwrap
 @pytest.mark.bwrap
 def test_run_passes_exit_status_and_reports_refusals(repo):
-    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
-                    "echo made > made.txt; curl -s --max-time 5 https://example.com; exit 7", cwd=repo)
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "echo made > made.txt; exit 7", cwd=repo)
     assert r.returncode == 7
     assert (repo / "made.txt").read_text() == "made\n"
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_run_headless_refusal_exits_4_with_the_pending_request(repo):
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
+                    "curl -s --max-time 5 https://example.com; exit 7", cwd=repo)
+    assert r.returncode == 4
     assert "refused network example.com:443" in r.stderr
+    assert json.loads(r.stdout)["requests"][0]["target"] == "example.com:443"
 
 
 @requires_bwrap
