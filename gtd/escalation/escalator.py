@@ -91,7 +91,7 @@ def _commit(repo_root: Path, request: EscalationRequest) -> tuple[str | None, st
     from gtd.workflow.steps import CONFIG_PREFIX
 
     try:
-        sha = commit_paths(repo_root, [PROJECT_CONFIG_NAME], f"{CONFIG_PREFIX} gtd: {request.short()} (approved by user)")
+        sha = commit_paths(repo_root, [PROJECT_CONFIG_NAME], f"{CONFIG_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
         return sha, None
     except GtdError as exc:
         return None, f"saved, but not committed: {exc}"

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gtd.audit import redact
 from gtd.config.schema import Level, Phase
 
 Kind = Literal["domain", "path", "level"]
@@ -49,7 +50,10 @@ class EscalationRequest(BaseModel):
             target = requested_level.value
             if phase is None:
                 raise ValueError("a level request needs the phase whose level it raises")
-        return cls(kind=kind, target=target, phase=phase, level=level, requested_level=requested_level, reason=reason,
+        # The reason quotes the tool call (a command line, a file's content): it is shown, stored in the
+        # pending list and printed as JSON, so credentials in it are redacted here, once.
+        return cls(kind=kind, target=target, phase=phase, level=level, requested_level=requested_level,
+                   reason=redact(reason),
                    id=request_id(kind, target, phase, level),
                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
@@ -59,12 +63,13 @@ class EscalationRequest(BaseModel):
         phase = f"{self.phase.value} phase, " if self.phase else ""
         return f"{what} ({phase}level {self.level.value})"
 
-    def short(self) -> str:
-        """Commit-message wording: `allow registry.npmjs.org:443 at readwrite`."""
+    def short(self, repo_root: Path | None = None) -> str:
+        """Commit-message wording: `allow registry.npmjs.org:443 at readwrite`, `allow writing docs at readonly`
+        (a path as the project rule names it: relative to the repository, never this machine's absolute path)."""
         if self.kind == "domain":
             return f"allow {self.target} at {self.level.value}"
         if self.kind == "path":
-            return f"allow writing {self.target} at {self.level.value}"
+            return f"allow writing {config_path(self.target, 'project', repo_root)} at {self.level.value}"
         return f"run {self.phase.value if self.phase else 'phase'} at {self.target}"
 
     def rule(self, scope: Scope = "project", repo_root: Path | None = None) -> ConfigRule:

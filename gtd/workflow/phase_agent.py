@@ -8,6 +8,8 @@ on at the approved boundary, resuming the agent's session where the provider can
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -50,6 +52,7 @@ class PhaseAgent:
         self.session_id: str | None = None
         self.once_writable: list[Path] = []  # paths approved "once" for this phase
         self.once_domains: list[str] = []  # domains approved "once" for this phase
+        self.new_files: set[Path] = set()  # refused writes that were creating a file (not a directory)
 
     @property
     def level(self) -> Level:
@@ -87,7 +90,7 @@ class PhaseAgent:
                                    editable_paths=editable_paths)
             self.ctx.audit.record("agent_run", phase=self.phase.value, level=policy.level.value,
                                   provider=self.ctx.provider.name, resume=self.session_id)
-            denied: list[tuple[str, AgentEvent]] = []
+            denied: list[tuple[str, AgentEvent, str]] = []
             calls: dict[str, AgentEvent] = {}
 
             def on_event(event: AgentEvent) -> None:
@@ -96,7 +99,7 @@ class PhaseAgent:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
                     for path in denied_write_paths(event.text or ""):
-                        denied.append((path, calls.get(event.tool_id or "", event)))
+                        denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
 
             with self._open(policy) as session:
                 result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts, on_event=on_event)
@@ -127,10 +130,10 @@ class PhaseAgent:
 
             raise AgentTimeout(f"the agent was stopped: {result.stopped.replace('_', ' ')}")
 
-    def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent]]) -> list[EscalationRequest]:
+    def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]]) -> list[EscalationRequest]:
         """Denied writes: protected paths are only violations (never grantable); others become requests."""
         requests, seen = [], set()
-        for raw_path, call in denied:
+        for raw_path, call, error in denied:
             path = (self.ctx.repo / raw_path).resolve() if not raw_path.startswith("/") else Path(raw_path)
             if path in seen:
                 continue
@@ -140,6 +143,8 @@ class PhaseAgent:
                                              time=_now(), detail="protected path" if protected else ""))
             if protected:
                 continue
+            if not _creates_directory(path, raw_path, call, error, self.ctx.repo):
+                self.new_files.add(path)
             requests.append(EscalationRequest.create(kind="path", target=str(path), phase=self.phase, level=policy.level,
                                                      reason=f"{call.tool or 'tool'} call: {_short(call.tool_input)}"))
         return requests
@@ -151,6 +156,8 @@ class PhaseAgent:
             if decision == Decision.DENY:
                 continue
             granted.append(request.target)
+            if request.kind == "path":
+                self._create_approved_file(Path(request.target))
             if decision == Decision.ONCE:
                 if request.kind == "path":
                     self.once_writable.append(Path(request.target))
@@ -161,6 +168,12 @@ class PhaseAgent:
             else:
                 self.ctx.refresh_config()
         return granted
+
+    def _create_approved_file(self, path: Path) -> None:
+        """An approved file the agent was creating must exist as a file before the sandbox opens:
+        the sandbox makes a missing writable path a directory, and the agent's write would then fail."""
+        if path in self.new_files and not os.path.lexists(path) and path.parent.is_dir():
+            path.touch()
 
     def _stop_if_headless_denied(self) -> None:
         if self.ctx.escalator.headless_denied:
@@ -196,6 +209,17 @@ class PhaseAgent:
             if not granted:
                 return TestRun(False, output, done.returncode)
         return TestRun(False, output, done.returncode)
+
+
+def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, repo: Path) -> bool:
+    """Whether the refused write was creating a directory: the tool's own target lies inside the
+    refused path (a parent it had to make), or the error says so (mkdir)."""
+    inputs = call.tool_input.values() if isinstance(call.tool_input, dict) else [call.tool_input]
+    for value in inputs:
+        if isinstance(value, str) and value and "\n" not in value and len(value) < 4096:
+            if path in (repo / value).resolve().parents:
+                return True
+    return re.search(r"(?:mkdir|create directory|make directory)\b[^\n]*" + re.escape(raw_path), error) is not None
 
 
 def _now() -> str:
