@@ -119,3 +119,26 @@ def test_deny_writes_nothing_saves_nothing_and_the_plan_still_lands(repo, spawn_
     assert _decisions(repo) == [("deny", "user")]
     violations = [e for e in AuditLog(repo).read() if e["event"] == "violation"]
     assert [v["target"] for v in violations] == [str((repo / "notes").resolve())]
+
+
+def test_build_test_failure_with_a_network_error_raises_a_domain_request(repo):
+    from support import run_gtd
+
+    script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
+              "build": [{"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}}]}]}
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(script))
+    failing = "echo 'curl: (6) Could not resolve host: downloads.example.com' >&2; exit 1"
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(path), "testCommand": failing}))
+    (repo / "TODO.md").write_text("# Counter\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "configure gtd")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo)  # no terminal: denied, pending, exit 4
+    assert result.returncode == 4, result.stderr
+    [request] = json.loads(result.stdout)["requests"]
+    assert (request["kind"], request["target"], request["phase"], request["level"]) == \
+        ("domain", "downloads.example.com:443", "build", "readwrite")
+    assert "network error" in request["reason"]
+    decided = [(e["target"], e["decided_by"]) for e in AuditLog(repo).read() if e["event"] == "escalation_decision"]
+    assert decided == [("downloads.example.com:443", "headless deny")]
