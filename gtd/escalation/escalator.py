@@ -150,6 +150,9 @@ class Escalator:
         self.phase = phase
         self.console = console or Console(stderr=True, highlight=False)
         self.prompt_input = prompt_input
+        # What is running now ("test command `npm test`", "Bash call: npm install"), set by the phase so a
+        # connection the proxy holds can say why it was opened. Plain attribute: one atomic assignment.
+        self.activity: str | None = None
         self.pending = PendingStore(repo_root)
         self.headless_denied: list[EscalationRequest] = []
         self._lock = threading.Lock()
@@ -203,7 +206,7 @@ class Escalator:
         host = f"[{connection.host}]" if ":" in connection.host else connection.host
         request = EscalationRequest.create(kind="domain", target=f"{host}:{connection.port}", phase=self.phase,
                                            level=connection.level,
-                                           reason="a process in the sandbox opened a connection to it")
+                                           reason=f"{self.activity or 'a process in the sandbox'} opened a connection to it")
         return self.decide(request) != Decision.DENY
 
 

@@ -199,3 +199,13 @@ def test_network_decider_asks_once_per_host_one_question_at_a_time(repo):
     # the test command later failing on the same host is not asked about again
     assert esc.decide(_req(target="b.example:443")) == Decision.DENY
     assert out.getvalue().count("The sandbox blocked the agent") == 2
+
+
+def test_a_live_network_request_says_what_was_running(repo):
+    esc, _, out = _escalator(repo, ["d"])
+    esc.activity = "test command `npm test`"
+    assert esc.network_decider(NetworkRequest("registry.npmjs.org", 443, Level.READWRITE)) is False
+    assert "why: test command `npm test` opened a connection to it" in out.getvalue()
+    [pending_like] = [e for e in AuditLog(repo).read() if e["event"] == "escalation_request"]
+    assert pending_like["reason"] == "test command `npm test` opened a connection to it"
+    assert pending_like["phase"] == "build" and pending_like["target"] == "registry.npmjs.org:443"
