@@ -196,6 +196,8 @@ class PhaseAgent:
                     return TestRun(False, output + f"\n[gtd] test command timed out after {exc.timeout:.0f}s", None)
             output = _text(done.stdout) + _text(done.stderr)
             self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode)
+            if done.returncode != 0:
+                self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
             if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
                 return TestRun(done.returncode == 0, output, done.returncode)
             domains = network_error_domains(output)

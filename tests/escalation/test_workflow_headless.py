@@ -1,0 +1,153 @@
+"""Headless workflow runs: a boundary hit denies, saves the request for `gtd approve`, exits 4 with JSON
+on stdout; after the person approves in a terminal, the next headless run needs nobody."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from escalation_support import finish
+from gtd.audit import AuditLog
+from gtd.escalation.pending import PendingStore
+from gtd.paths import user_config_file
+from support import git, run_gtd
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
+
+PLAN = "# Counter\n\n## Action items\n- [ ] Add count.py with add(a, b)\n  - Tests: test_count.py\n\n" \
+       "## Open questions\n\n## Learnings\n"
+RESUMED = "You were stopped because the sandbox refused"
+NOTE = "# Design (written after the approval)\n"
+CODE = "def add(a, b):\n    return a + b\n"
+
+
+def _configure(repo, script, **config):
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(script))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(path), **config}, indent=2) + "\n")
+    (repo / "TODO.md").write_text("# Counter\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "configure gtd")
+
+
+def _plan_script():
+    return {"plan": [
+        {"when": RESUMED, "actions": [{"write": {"path": "notes/design.md", "content": NOTE}}]},
+        {"actions": [{"write": {"path": "TODO.md", "content": PLAN}},
+                     {"write": {"path": "notes/design.md", "content": NOTE}}]},
+    ]}
+
+
+def _pending_payload(result):
+    assert result.returncode == 4, (result.stdout, result.stderr)
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "escalation_pending"
+    return payload
+
+
+def _decided_by(repo):
+    return [(e["decision"], e["decided_by"]) for e in AuditLog(repo).read() if e["event"] == "escalation_decision"]
+
+
+def test_plan_without_a_terminal_exits_4_then_approve_and_the_rerun_needs_nobody(repo, spawn_gtd):
+    _configure(repo, _plan_script())
+    result = run_gtd("plan", cwd=repo)  # stdin is not a terminal
+    payload = _pending_payload(result)
+    [request] = payload["requests"]
+    assert (request["kind"], request["target"], request["phase"], request["level"]) == \
+        ("path", str((repo / "notes").resolve()), "plan", "readonly")
+    assert not (repo / "notes").exists()
+    assert "🔐" not in git(repo, "log", "--format=%s")
+    assert [r.id for r in PendingStore(repo).list()] == [request["id"]]
+
+    listed = run_gtd("approve", "--list", cwd=repo)
+    assert listed.returncode == 0 and request["id"] in listed.stdout and f"write {repo / 'notes'}" in listed.stdout
+    assert json.loads(run_gtd("approve", "--json", cwd=repo).stdout)["pending"][0]["id"] == request["id"]
+
+    child = spawn_gtd("approve", cwd=repo)
+    child.expect("Pending request 1 of 1")
+    child.expect("sandbox.levels.readonly.writablePaths \\+= 'notes'")
+    child.expect("Decision \\[p/u/d/s\\]")  # no "once": nothing is running to allow it for
+    child.sendline("p")
+    output, status = finish(child)
+    assert status == 0, output
+    assert PendingStore(repo).list() == []
+    assert "no pending escalation requests" in run_gtd("approve", "--list", cwd=repo).stderr
+
+    again = run_gtd("plan", cwd=repo)  # headless again: the saved rule decides
+    assert again.returncode == 0, again.stderr
+    assert (repo / "notes" / "design.md").read_text() == NOTE
+    subjects = git(repo, "log", "--format=%s").splitlines()
+    assert subjects[0] == "📝 plan: Counter"
+    assert "🔐 gtd: allow writing notes at readonly (approved by user)" in subjects
+    assert _decided_by(repo) == [("deny", "headless deny"), ("project", "user")]
+
+
+def test_non_interactive_in_a_terminal_never_asks(repo, spawn_gtd):
+    _configure(repo, _plan_script())
+    child = spawn_gtd("plan", "--non-interactive", cwd=repo)
+    output, status = finish(child)
+    assert status == 4, output
+    assert "Decision" not in output and '"escalation_pending"' in output
+    assert len(PendingStore(repo).list()) == 1
+
+
+def test_approve_walks_pending_requests_to_user_config_and_deny(repo, spawn_gtd):
+    _configure(repo, _plan_script())
+    assert run_gtd("plan", cwd=repo).returncode == 4
+    child = spawn_gtd("approve", cwd=repo)
+    child.expect("Decision")
+    child.sendline("u")
+    output, status = finish(child)
+    assert status == 0, output
+    assert str((repo / "notes").resolve()) in user_config_file().read_text()
+    assert PendingStore(repo).list() == [] and not (repo / ".gtdrc.json").read_text().count("writablePaths")
+
+
+@pytest.fixture
+def registry(http_server):
+    """The user config lists the loopback server's IP literal (loopback needs that), not its name."""
+    path = user_config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
+    return f"localhost:{http_server}"
+
+
+def _build_script():
+    return {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
+            "build": [{"actions": [{"write": {"path": "count.py", "content": CODE}}]}]}
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_build_whose_tests_need_an_unapproved_host_exits_4(repo, registry, spawn_gtd, retries):
+    """The test command reaches the (stand-in) registry through the proxy, which asks live: headless denies.
+    That ends the build with exit 4 whether or not retries are left (retrying cannot help)."""
+    _configure(repo, _build_script(), testCommand=f"curl -fsS --max-time 30 http://{registry}/", testRetries=retries)
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    before = git(repo, "log", "--format=%s")
+    result = run_gtd("build", cwd=repo)
+    payload = _pending_payload(result)
+    assert [(r["kind"], r["target"], r["phase"]) for r in payload["requests"]] == [("domain", registry, "build")]
+    assert git(repo, "log", "--format=%s") == before  # nothing committed
+    assert len([e for e in AuditLog(repo).read() if e["event"] == "agent_run"]) == 2  # plan, build: no retry
+
+    child = spawn_gtd("approve", cwd=repo)
+    child.expect(f"connect to {registry} \\(build phase, level readwrite\\)")
+    child.expect("Decision")
+    child.sendline("p")
+    assert finish(child)[1] == 0
+    done = run_gtd("build", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "log", "-1", "--format=%s").strip() == "🔨 build: Add count.py with add(a, b)"
+
+
+def test_build_whose_tests_print_a_network_error_asks_for_that_domain(repo, spawn_gtd):
+    """Tests that fail resolving a host (DNS is not available in the sandbox) become a domain request."""
+    command = "echo \"curl: (6) Could not resolve host: registry.example.test\" >&2; exit 1"
+    _configure(repo, _build_script(), testCommand=command, testRetries=1)
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    payload = _pending_payload(run_gtd("build", "--non-interactive", cwd=repo))
+    assert [(r["kind"], r["target"]) for r in payload["requests"]] == [("domain", "registry.example.test:443")]
+    assert payload["requests"][0]["reason"].startswith("test command `echo")
