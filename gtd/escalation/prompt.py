@@ -1,7 +1,7 @@
 """The interactive question: the exact request, the rules that would be saved, and the choices.
 
 Loosening the sandbox always takes an explicit key press; an empty answer or end of input
-means deny.
+means deny (in `gtd approve`, end of input leaves the request pending).
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_
         try:
             answer = read(question).strip().lower()
         except EOFError:  # (Ctrl-C is not an answer: it interrupts gtd)
+            if allow_skip:  # `gtd approve`: no answer keeps the request pending
+                console.print()
+                raise Skip() from None
             console.print("\n[red]no answer: denied[/red]")
             return Decision.DENY
         if not answer:

@@ -82,3 +82,19 @@ def test_approve_resolves_requests_a_saved_rule_already_allows(repo, spawn_gtd):
     assert status == 0 and "Decision" not in output
     assert PendingStore(repo).list() == []
     assert [e["decided_by"] for e in AuditLog(repo).read()] == ["saved rule"]
+
+
+def test_approve_end_of_input_keeps_pending_and_ctrl_c_interrupts(repo, spawn_gtd):
+    store = _seed(repo, DOMAIN, LEVEL)
+    child = spawn_gtd("approve", cwd=repo)
+    child.expect("Pending request 1 of 2")
+    child.expect("Decision")
+    child.sendeof()  # Ctrl-D: no answer is not a denial here
+    child.expect("skipped: still pending")
+    child.expect("Pending request 2 of 2")
+    child.expect("Decision")
+    child.sendintr()  # Ctrl-C stops gtd; nothing is lost
+    output, status = finish(child)
+    assert status == 130, output
+    assert [r.id for r in store.list()] == [DOMAIN.id, LEVEL.id]
+    assert not (repo / ".gtdrc.json").exists() and not user_config_file().exists()
