@@ -11,23 +11,13 @@ from pathlib import Path
 import pexpect
 import pytest
 
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        body = b"REGISTRY-OK"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+from escalation_support import RegistryHandler
 
 
 @pytest.fixture
 def http_server():
     """A loopback HTTP server standing in for a package registry: yields its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RegistryHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server.server_address[1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.server
+
 import pexpect
 
 
@@ -11,3 +13,17 @@ def finish(child: pexpect.spawn) -> tuple[str, int]:
     output = child.before
     child.close()
     return output, child.exitstatus
+
+
+class RegistryHandler(http.server.BaseHTTPRequestHandler):
+    """A stand-in package registry: every GET answers REGISTRY-OK."""
+
+    def do_GET(self):  # noqa: N802
+        body = b"REGISTRY-OK"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
