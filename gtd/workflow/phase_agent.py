@@ -185,6 +185,7 @@ class PhaseAgent:
         """Run the configured test command through a shell, sandboxed at this phase's level."""
         from gtd.escalation.escalator import network_error_domains
 
+        asked: set[str] = set()  # what this test run already escalated: never asked twice
         for _ in range(MAX_ESCALATION_ROUNDS):
             policy = self.policy()
             with self._open(policy) as session:
@@ -200,17 +201,32 @@ class PhaseAgent:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
             if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
                 return TestRun(done.returncode == 0, output, done.returncode)
-            domains = network_error_domains(output)
-            if not domains:
+            reason = f"test command `{command}` failed with a network error"
+            domains = [f"{host}:{port}" for host, port in network_error_domains(output)]
+            fresh = [d for d in domains if d not in asked]
+            if domains and not fresh:
+                return TestRun(False, output, done.returncode)  # already allowed: the failure is not the sandbox
+            if fresh:
+                asked.update(fresh)
+                requests = [EscalationRequest.create(kind="domain", target=d, phase=self.phase, level=policy.level,
+                                                     reason=reason) for d in fresh]
+            elif _NETWORK_DOWN.search(output) and policy.level.rank < Level.NETWORK.rank and not asked:
+                # The network failed but no host name can be read from the output: ask for the level.
+                asked.add("level")
+                requests = [EscalationRequest.create(kind="level", target=Level.NETWORK.value, phase=self.phase,
+                                                     level=policy.level, requested_level=Level.NETWORK, reason=reason)]
+            else:
                 return TestRun(False, output, done.returncode)
-            requests = [EscalationRequest.create(kind="domain", target=f"{host}:{port}", phase=self.phase,
-                                                 level=policy.level, reason=f"test command `{command}` failed with a network error")
-                        for host, port in domains]
             granted = self._decide(requests)
             self._stop_if_headless_denied()
             if not granted:
                 return TestRun(False, output, done.returncode)
         return TestRun(False, output, done.returncode)
+
+
+# Network failures that name no host (so only a level can be asked for).
+_NETWORK_DOWN = re.compile(r"Network is unreachable|ENETUNREACH|Temporary failure in name resolution|"
+                           r"Name or service not known|getaddrinfo failed|No address associated with hostname")
 
 
 def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, repo: Path) -> bool:

@@ -162,3 +162,16 @@ def test_demo_command_runs_the_embedded_script(tmp_path):
     # the demo's agent tried to plant a git hook; the sandbox refused it
     assert not (target / ".git" / "hooks" / "pre-commit").exists()
     assert ".git/hooks/pre-commit" in result.stdout
+
+
+def test_network_failure_without_a_host_asks_for_the_network_level(repo):
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}}]}
+    command = "python3 -c \"import socket; socket.getaddrinfo('mirror', 443)\""
+    setup_repo(repo, write_script(repo, [good]), test_command=command)
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 4, result.stderr
+    request = json.loads(result.stdout)["requests"][0]
+    assert (request["kind"], request["requested_level"], request["level"]) == ("level", "network", "readwrite")
+    assert subjects(repo)[0] == "📝 plan: Counter"  # nothing committed
