@@ -11,19 +11,23 @@ import typer
 from gtd.cli import options as opt
 from gtd.cli.context import run_context, stdout
 from gtd.cli.options import RunOptions
-from gtd.errors import Interrupted
+from gtd.errors import GtdError, Interrupted
 from gtd.exitcodes import ExitCode
 
 
 @contextmanager
 def workflow(options: RunOptions) -> Iterator:
-    """A RunContext whose headless escalations end the command with exit 4 and JSON on stdout."""
+    """A RunContext for the workflow commands. Headless escalations end the command with exit 4
+    and JSON on stdout; whatever stops a phase early leaves the agent's changes uncommitted and
+    remembered as the agent's (see gtd.workflow.leftovers)."""
+    from gtd.workflow import leftovers
     from gtd.workflow.phase_agent import EscalationPending
 
     ctx = run_context(options)
     try:
         yield ctx
     except EscalationPending:
+        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
         pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
         stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
                                       "hint": "run `gtd approve` in a terminal, then run gtd again"}))
@@ -31,8 +35,15 @@ def workflow(options: RunOptions) -> Iterator:
         raise typer.Exit(ExitCode.ESCALATION_PENDING) from None
     except KeyboardInterrupt:
         ctx.audit.record("interrupted")
+        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
         raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
                           "(any partial changes are left uncommitted in the work tree)") from None
+    except GtdError as exc:
+        if exc.exit_code != ExitCode.USAGE:
+            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
+        raise
+    else:
+        leftovers.forget(ctx.repo)
 
 
 def next_step(options: RunOptions, run_all: bool) -> None:

@@ -127,7 +127,12 @@ def _adds_marker(repo: Path, change: git.Change) -> bool:
 
 
 def commit_human_edits(repo: Path) -> HumanEdits | None:
-    """Commit whatever the person changed, labelled as feedback/seed or fix."""
+    """Commit whatever the person changed, labelled as feedback/seed or fix. Changes a stopped
+    phase left behind, untouched since, are the agent's: they stay for the phase to carry on."""
+    from gtd.workflow import leftovers
+
+    if leftovers.untouched(repo):
+        return None
     edits = classify_human_edits(repo)
     if edits is None:
         return None

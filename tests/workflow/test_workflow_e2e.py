@@ -175,3 +175,34 @@ def test_network_failure_without_a_host_asks_for_the_network_level(repo):
     request = json.loads(result.stdout)["requests"][0]
     assert (request["kind"], request["requested_level"], request["level"]) == ("level", "network", "readwrite")
     assert subjects(repo)[0] == "📝 plan: Counter"  # nothing committed
+
+
+def test_unfinished_agent_work_is_not_taken_for_the_persons_edits(repo):
+    broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
+                          {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [broken]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    assert run_gtd("build", cwd=repo).returncode == 1  # red tests: the agent's work stays uncommitted
+    planned = subjects(repo)
+
+    # untouched leftovers: the next run carries on with them, no 💬/🔧 commit in between
+    fixed = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b  # fixed\n"}}]}
+    write_script(repo, [fixed])
+    assert run_gtd("build", cwd=repo).returncode == 0
+    assert subjects(repo)[1:] == planned
+    assert subjects(repo)[0].startswith("🔨 build:")
+
+
+def test_leftovers_edited_by_the_person_become_their_fix(repo):
+    broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
+                          {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [broken]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    assert run_gtd("build", cwd=repo).returncode == 1
+    (repo / "count.py").write_text("def add(a, b):\n    return a + b  # by hand\n")
+    write_script(repo, [{"actions": [{"shell": "true"}]}])
+    assert run_gtd("build", cwd=repo).returncode == 0
+    assert subjects(repo)[0].startswith("🔨 build:")
+    assert subjects(repo)[1].startswith("🔧 fix:")
