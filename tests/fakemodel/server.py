@@ -8,6 +8,11 @@ requests do not shift the script:
     server.script([shell("echo hi > f"), say("done")])      # call the shell tool, then finish
     server.script([tool("AskUserQuestion", {...})])          # call any tool by its wire name
     server.fail(401, "invalid x-api-key")                    # every model request fails
+    server.on_prompt("tests failed", [shell("fix"), say("ok")])  # a follow-up prompt gets its own script
+
+A follow-up prompt in the same conversation (a resumed session, e.g. gtd's re-prompt after failing
+tests) is told apart by its text: `on_prompt(text, steps)` applies from the latest user message
+containing `text`, and counts only the tool turns after that message.
 
 Requests without tools (titles, summaries) get a short text answer. Every request is recorded
 in `server.requests` (path + parsed body) for assertions.
@@ -61,6 +66,7 @@ class FakeModelServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self._steps: list[Step] = [say("done")]
         self._fail: tuple[int, str] | None = None
+        self._on_prompt: list[tuple[str, list[Step]]] = []
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self._ids = itertools.count(1)
@@ -70,8 +76,14 @@ class FakeModelServer:
 
     # -- scripting ---------------------------------------------------------------------------
     def script(self, steps: list[Step]) -> None:
+        """The whole script (replaces any earlier one, its follow-ups and any failure)."""
         with self._lock:
-            self._steps, self._fail = list(steps), None
+            self._steps, self._fail, self._on_prompt = list(steps), None, []
+
+    def on_prompt(self, text: str, steps: list[Step]) -> None:
+        """Steps for the conversation from the latest user message containing `text` on."""
+        with self._lock:
+            self._on_prompt.append((text, list(steps)))
 
     def fail(self, status: int, message: str) -> None:
         with self._lock:
@@ -116,8 +128,14 @@ class FakeModelServer:
             offered = _tool_names(api, body)
             if not offered:
                 return say("Fake title")
-            done = _tool_turns(api, body)
-            step = self._steps[done] if done < len(self._steps) else say("done")
+            steps, messages = self._steps, body.get("messages") or []
+            start = -1
+            for text, follow_up in self._on_prompt:
+                index = _last_prompt_with(messages, text)
+                if index > start:
+                    start, steps = index, follow_up
+            done = _tool_turns(api, messages[start + 1:])
+            step = steps[done] if done < len(steps) else say("done")
         if step.tool == "<shell>":
             name = next((n for n in SHELL_TOOL_NAMES if n in offered), None)
             if name is None:
@@ -152,10 +170,28 @@ def _tool_schema(api: str, body: dict, name: str) -> dict:
     return {}
 
 
-def _tool_turns(api: str, body: dict) -> int:
-    """How many assistant turns in the conversation called a tool: the index of the step due now."""
+def _user_text(message: dict) -> str:
+    """The text a user message carries (not tool results: those are the CLI's, not a prompt)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _last_prompt_with(messages: list[dict], text: str) -> int:
+    """Index of the latest user message containing `text`, or -1."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user" and text in _user_text(messages[index]):
+            return index
+    return -1
+
+
+def _tool_turns(api: str, messages: list[dict]) -> int:
+    """How many assistant turns in these messages called a tool: the index of the step due now."""
     count = 0
-    for m in body.get("messages") or []:
+    for m in messages:
         if m.get("role") != "assistant":
             continue
         if api == "openai":
