@@ -1,0 +1,143 @@
+"""`gtd build` through the real CLI with each real agent CLI (claude, opencode, pi) against the fake
+model server, inside the real sandbox: a build step that lands, a forbidden tool that stops the whole
+agent, an API failure surfaced as an error, and a test failure re-prompted until the fix lands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from fakemodel.server import say, shell, tool
+from gtd.exitcodes import ExitCode
+from gtd.prompts import render
+from gtd.providers.guard import INTERACTIVE_TOOLS
+from agents import SETUPS, point_at, require_cli
+from support import git, run_gtd
+
+pytestmark = pytest.mark.e2e
+
+ITEM = "Create hello.txt saying hi"
+PLAN_TITLE = "Hello file"
+PLAN = f"""# {PLAN_TITLE}
+
+## Action items
+- [ ] {ITEM}
+  - Tests: `cat hello.txt` succeeds
+
+## Open questions
+
+## Learnings
+"""
+# `cat` (not `test -f`) so a failure has output the re-prompt must carry to the model.
+TEST_COMMAND = "cat hello.txt"
+MISSING = "hello.txt: No such file or directory"
+BUILD_COMMIT = f"🔨 build: {ITEM}"
+PLAN_COMMIT = f"📝 plan: {PLAN_TITLE}"
+GTD_TIMEOUT = 300  # seconds for one `gtd build` (the CLIs start slowly on a shared machine)
+
+
+@pytest.fixture(params=sorted(SETUPS))
+def agent(request, monkeypatch, fake_model):
+    setup = SETUPS[request.param]
+    require_cli(setup.name, monkeypatch)
+    point_at(fake_model, monkeypatch)
+    return setup
+
+
+@pytest.fixture
+def planned(repo):
+    """The shared `repo` (one commit) with gtd configured and a valid plan committed as a plan step."""
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": TEST_COMMAND, "testRetries": 1,
+                                                  "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", PLAN_COMMIT)
+    return repo
+
+
+def gtd_build(agent, repo) -> subprocess.CompletedProcess:
+    args = ["build", "--provider", agent.name]
+    if agent.model:
+        args += ["--model", agent.model]
+    return run_gtd(*args, cwd=repo, timeout=GTD_TIMEOUT)  # env: os.environ, pointed at the fake server
+
+
+def subjects(repo) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def explain(result: subprocess.CompletedProcess) -> str:
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-4000:]}"
+
+
+def prompts_seen(fake_model) -> str:
+    return "\n".join(json.dumps(r.body) for r in fake_model.main_requests())
+
+
+def assert_built(repo) -> None:
+    assert subjects(repo)[:2] == [BUILD_COMMIT, PLAN_COMMIT]
+    assert f"- [x] {ITEM}" in git(repo, "show", "HEAD:TODO.md")
+    assert git(repo, "show", "HEAD:hello.txt") == "hi\n"
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_build_step_lands(agent, planned, fake_model):
+    fake_model.script([shell("echo hi > hello.txt"), say("Created hello.txt.")])
+    result = gtd_build(agent, planned)
+    assert result.returncode == 0, explain(result)
+    assert_built(planned)
+    first = json.dumps(fake_model.main_requests()[0].body)
+    assert ITEM in first and f"`{TEST_COMMAND}`" in first  # the build prompt
+    system = render("system_build").split("\n")[0]
+    assert json.dumps(system)[1:-1] in first  # the build system prompt (as JSON-escaped text)
+
+
+def test_forbidden_tool_stops_the_whole_agent(agent, planned, fake_model):
+    name = agent.interactive_tool
+    if name is None:
+        # pi has no interactive tool at all (no question/plan tool in its pinned catalog), so no call
+        # of pi's could be forbidden: gtd's guard list for pi is empty, and the guard's handling of pi's
+        # event stream is proven in test_agents_e2e with a test-only catalog gtd's CLI cannot take.
+        assert INTERACTIVE_TOOLS["pi"] == frozenset()
+        pytest.skip("pi has no interactive tools: nothing it can call is forbidden")
+    marker = f"gtd-e2e-sleeper-{planned.parent.name}"
+    fake_model.script([
+        # a background child of the agent that would outlive a kill of the agent's pid alone
+        shell(f"nohup sh -c 'sleep 600; : {marker}' >/dev/null 2>&1 & echo sleeper-$((6 * 7))"),
+        tool(name, {"questions": [{"question": "Which one?", "header": "Pick", "multiSelect": False,
+                                   "options": [{"label": "a", "description": "a"},
+                                               {"label": "b", "description": "b"}]}]}),
+        shell("echo hi > hello.txt"), say("done"),
+    ])
+    result = gtd_build(agent, planned)
+    assert result.returncode == ExitCode.FORBIDDEN_TOOL, explain(result)
+    assert f"interactive tool '{name}'" in result.stderr, explain(result)
+    assert subjects(planned)[0] == PLAN_COMMIT  # nothing committed
+    assert not (planned / "hello.txt").exists()  # the calls after the forbidden one never ran
+    assert "sleeper-42" in prompts_seen(fake_model)  # the sleeper really was started (its output came back)
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    left = [line for line in ps.splitlines() if marker in line or str(planned) in line]
+    assert not left, "agent processes outlived gtd:\n" + "\n".join(left)
+
+
+@pytest.mark.parametrize("status,message", [(500, "fake overload"), (401, "invalid x-api-key (fake)")])
+def test_api_failure_is_an_error(agent, planned, fake_model, status, message):
+    fake_model.fail(status, message)
+    result = gtd_build(agent, planned)
+    assert result.returncode == ExitCode.FAILURE, explain(result)
+    assert f"the agent ({agent.name}) failed in build" in result.stderr, explain(result)
+    assert subjects(planned)[0] == PLAN_COMMIT
+    assert fake_model.requests  # it did reach the fake server
+
+
+def test_failing_tests_reprompt_with_the_output_then_the_fix_lands(agent, planned, fake_model):
+    fake_model.script([shell("echo hi > wrong.txt"), say("Created the file.")])
+    fake_model.on_prompt(MISSING, [shell("echo hi > hello.txt && rm wrong.txt"), say("Fixed: hello.txt now exists.")])
+    result = gtd_build(agent, planned)
+    assert result.returncode == 0, explain(result)
+    assert "tests failed (attempt 1 of 2)" in result.stderr
+    assert_built(planned)
+    seen = prompts_seen(fake_model)
+    assert f"The test command `{TEST_COMMAND}` failed (attempt 1 of 2)" in seen and MISSING in seen
