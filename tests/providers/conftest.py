@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level, Phase
+from agents import SETUPS, point_at, require_cli
 from provider_support import DirectLauncher
 
 from fakemodel.plugin import fake_model  # noqa: F401  (the lead may add pytest_plugins = ["fakemodel.plugin"] to tests/conftest.py instead)
@@ -61,3 +62,12 @@ def sandbox_session(tmp_path, isolated_home):
     yield make
     for session in opened:
         session.close()
+
+
+@pytest.fixture(params=sorted(SETUPS))
+def agent(request, monkeypatch, fake_model):
+    """Each real agent CLI in turn, pointed at the suite's fake model server."""
+    setup = SETUPS[request.param]
+    require_cli(setup.name, monkeypatch)
+    point_at(fake_model, monkeypatch)
+    return setup

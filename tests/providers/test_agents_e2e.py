@@ -15,20 +15,11 @@ from gtd.config.schema import Level, Phase
 from gtd.providers.events import EventKind
 from gtd.providers.registry import _load
 from gtd.providers.runner import run_agent
-from agents import SETUPS, point_at, require_cli
 from provider_support import request_for
 
 pytestmark = pytest.mark.e2e
 TIMEOUTS = SimpleNamespace(inactivity_seconds=90, run_seconds=180)
 SYSTEM = "GTD-SYSTEM-MARKER: you are in the build phase."
-
-
-@pytest.fixture(params=sorted(SETUPS))
-def agent(request, monkeypatch, fake_model):
-    setup = SETUPS[request.param]
-    require_cli(setup.name, monkeypatch)
-    point_at(fake_model, monkeypatch)
-    return setup
 
 
 @pytest.fixture

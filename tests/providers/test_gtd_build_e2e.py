@@ -13,7 +13,6 @@ from fakemodel.server import say, shell, tool
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.providers.guard import INTERACTIVE_TOOLS
-from agents import SETUPS, point_at, require_cli
 from support import git, run_gtd
 
 pytestmark = pytest.mark.e2e
@@ -36,14 +35,6 @@ MISSING = "hello.txt: No such file or directory"
 BUILD_COMMIT = f"🔨 build: {ITEM}"
 PLAN_COMMIT = f"📝 plan: {PLAN_TITLE}"
 GTD_TIMEOUT = 300  # seconds for one `gtd build` (the CLIs start slowly on a shared machine)
-
-
-@pytest.fixture(params=sorted(SETUPS))
-def agent(request, monkeypatch, fake_model):
-    setup = SETUPS[request.param]
-    require_cli(setup.name, monkeypatch)
-    point_at(fake_model, monkeypatch)
-    return setup
 
 
 @pytest.fixture
