@@ -1,6 +1,6 @@
 """Paths the agent must never change, even inside a writable workspace.
 
-Anything gtd or the host later *executes or trusts* is protected: git hooks and config (for the
+Anything gtd or the host later *executes or trusts* is protected: git hooks, config and history (for the
 repository, nested repositories at any depth, submodule and worktree gitdirs, a configured
 core.hooksPath and config include files), shell/editor config, the agent CLIs' own settings and
 hook/plugin dirs, and gtd's own config/state. Discovery reads files directly (no `git` process)
@@ -116,6 +116,13 @@ HOME_PROTECTED_NAMES = (
 # Inside each git dir.
 GITDIR_PROTECTED_NAMES = ("hooks", "config", "config.worktree", "info/attributes")
 
+# The history inside each git dir, read-only where it exists: committed work survives an agent's
+# `rm -rf .git`, `git reset --hard HEAD~3`, `git branch -D` or `git gc --prune=now` (gtd commits
+# outside the sandbox). The index stays writable, so `git status`, `git diff`, `git checkout -- f`
+# and `git restore` still work inside. Missing ones get no placeholder: creating them cannot
+# rewrite what exists (loose refs win over a new packed-refs).
+GITDIR_HISTORY_NAMES = ("objects", "refs", "packed-refs", "HEAD", "logs", "shallow")
+
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"(.*)")?\s*\]\s*(.*)$')
 _ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
@@ -183,6 +190,7 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path],
         return []
     seen.add(key)
     found = [gitdir / name for name in GITDIR_PROTECTED_NAMES]
+    found += [gitdir / name for name in GITDIR_HISTORY_NAMES if os.path.lexists(gitdir / name)]
     found += state.add_gitdir(gitdir)  # an existing commondir / rebase todo: read-only
     commondir = gitdir / "commondir"
     if commondir.is_file():  # linked worktree: hooks and config live in the common dir

@@ -190,6 +190,43 @@ def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     assert (repo / ".git/worktrees/wt/commondir").read_text() == before
 
 
+# -- committed history -----------------------------------------------------------------------------
+# gtd commits every finished step, so the history is the user's safety net: the agent may not rewrite it.
+
+@pytest.mark.parametrize("attack", [
+    "rm -rf .git",
+    "git reset -q --hard HEAD~1",
+    "git update-ref -d refs/heads/main",
+    "git reflog expire --expire=now --all && git gc -q --prune=now",
+    "git checkout -q --orphan other && git rm -rfq . && git -c user.name=a -c user.email=b commit -qm wiped"
+    " --allow-empty && git branch -D main",
+])
+def test_committed_history_survives_the_agent(sandbox, repo, attack):
+    from sandbox_support import git
+
+    (repo / "README.md").write_text("second\n")
+    git("commit", "-qam", "second", cwd=repo)
+    before = git("rev-parse", "HEAD", cwd=repo).stdout
+    s = sandbox(Level.READWRITE)
+    sh(s, attack, repo)
+    s.close()
+    git("checkout", "-qf", "main", cwd=repo)  # whatever happened to the work tree and index
+    assert git("rev-parse", "HEAD", cwd=repo).stdout == before
+    assert git("log", "--format=%s", cwd=repo).stdout.split() == ["second", "init"]
+    git("fsck", "--no-dangling", cwd=repo)  # every object is still there
+
+
+def test_everyday_git_still_works_inside(sandbox, repo):
+    # Only the history is read-only: the index and the work tree are the agent's to use.
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "echo changed > README.md && git status --short && git diff --stat && git checkout -- README.md"
+              " && cat README.md && echo new > n.txt && git restore --staged . && echo DONE", repo)
+    assert r.out.splitlines()[0] == " M README.md", r.out + r.err
+    assert "hello" in r.out and r.out.rstrip().endswith("DONE"), r.out + r.err
+    r = sh(s, "git add n.txt", repo)  # objects are history: adding them is gtd's job
+    assert r.returncode != 0 and "failed to insert into database" in r.err, r.err
+
+
 def test_repositories_present_before_the_run_are_left_alone(sandbox, repo):
     from sandbox_support import git
 
