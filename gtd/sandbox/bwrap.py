@@ -6,6 +6,12 @@ read-write, then every *ancestor* of a protected path inside a writable root bou
 then protected paths read-only on top (deny beats allow; also stops hard links: EXDEV across
 mounts), a read-only /dev/null placeholder on the first missing component of a protected path
 (it cannot be created), and finally denied reads hidden (empty read-only tmpfs or /dev/null).
+
+A writable file in an otherwise read-only workspace root (TODO.md at readonly) gets a *sealed*
+root: a mode-0555 tmpfs mirroring the root's entries read-only. Creating a sibling there fails
+with EACCES rather than EROFS, and that is the error on which atomic writers (Claude Code's
+Write/Edit: temp file, then rename) fall back to writing the file in place. Anything the agent
+manages to put in the sealed root itself lives in that tmpfs and vanishes with the sandbox.
 """
 
 from __future__ import annotations
@@ -78,6 +84,25 @@ def _first_problem(path: Path, root: Path) -> tuple[str, Path]:
     return "ok", path
 
 
+def _sealed_root(workspace: Path, writable: list[Path]) -> Path | None:
+    """The workspace, when it is read-only yet holds a writable file directly (the phase's file)."""
+    if any(_inside(workspace, w) for w in writable):
+        return None  # the workspace (or a parent) is writable anyway
+    if any(w.parent == workspace and not w.is_dir() for w in writable):
+        return workspace
+    return None
+
+
+def _mirrored_entries(root: Path, writable: list[Path]) -> list[Path]:
+    """The entries of a sealed root, except the writable ones (bound read-write on their own)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    keep = set(writable)
+    return [root / name for name in sorted(names) if root / name not in keep]
+
+
 def render_mounts(policy: SandboxPolicy) -> MountPlan:
     """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks); changes nothing."""
     plan = MountPlan(args=list(BASE_ARGS))
@@ -98,9 +123,17 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
     def add(path: Path, order: int, *args: str) -> None:
         ops.append((len(path.parts), order, list(args)))
 
+    sealed = _sealed_root(policy.workspace, writable)
+    if sealed is not None:
+        add(sealed, 0, "--perms", "0555", "--tmpfs", str(sealed))
+        for entry in _mirrored_entries(sealed, writable):
+            if os.path.islink(entry):
+                add(entry, 0, "--symlink", os.readlink(entry), str(entry))
+            else:
+                add(entry, 0, "--ro-bind", str(entry), str(entry))
     # Roots the command must still see although they live under the private /tmp.
     for root in (policy.home, policy.workspace, *policy.runtime_roots):
-        if _strictly_inside(root, tmp) and root.exists():
+        if _strictly_inside(root, tmp) and root.exists() and root != sealed:
             add(root, 0, "--ro-bind", str(root), str(root))
     for w in writable:
         add(w, 1, "--bind", str(w), str(w))

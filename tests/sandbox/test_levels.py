@@ -7,7 +7,7 @@ import pytest
 from gtd.config.schema import GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
 
-from sandbox_support import requires_bwrap, sh
+from sandbox_support import py, requires_bwrap, sh
 
 pytestmark = [requires_bwrap, pytest.mark.bwrap]
 
@@ -26,6 +26,40 @@ def test_readonly_plan_phase_may_write_only_todo(sandbox, repo):
     assert "ok" in r.out
     assert (repo / "TODO.md").read_text() == "# TODO\n- [ ] a\n"
     assert not (repo / "other.md").exists()
+
+
+ATOMIC_WRITE = (
+    # What Claude Code's Write/Edit do: a sibling temp file, then a rename; in place only on EACCES.
+    "import errno, os\n"
+    "tmp = 'TODO.md.tmp.1'\n"
+    "try:\n"
+    "    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)\n"
+    "except OSError as e:\n"
+    "    print('temp refused:', errno.errorcode[e.errno])\n"
+    "    if e.errno != errno.EACCES: raise SystemExit(1)\n"
+    "    with open('TODO.md', 'w') as f: f.write('# Plan\\n')\n"
+    "    print('written in place')\n"
+)
+
+
+def test_readonly_phase_file_survives_atomic_writers(sandbox, repo):
+    (repo / "link").symlink_to("README.md")
+    (repo / ".hidden").mkdir()
+    s = sandbox(Level.READONLY, phase=Phase.PLAN)
+    r = py(s, ATOMIC_WRITE, repo)
+    assert r.out.splitlines() == ["temp refused: EACCES", "written in place"], r.out + r.err
+    assert (repo / "TODO.md").read_text() == "# Plan\n"
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".hidden", "README.md", "TODO.md", "link"]
+    # The sealed root mirrors every entry, read-only; symlinks stay symlinks.
+    r = sh(s, "ls -A | tr '\\n' ' '; echo; readlink link; cat link; echo x > README.md; mkdir .hidden/d; mv TODO.md T", repo)
+    assert r.out.splitlines() == [".git .hidden README.md TODO.md link ", "README.md", "hello"], r.out + r.err
+    assert r.err.count("Read-only file system") == 2 and "Permission denied" in r.err, r.err
+    assert (repo / "README.md").read_text() == "hello\n" and (repo / "TODO.md").exists()
+    # Whatever the agent puts in the sealed root itself lives in a tmpfs that dies with the sandbox.
+    r = sh(s, "chmod u+w . && echo x > stray && cat stray", repo)
+    assert r.out == "x\n", r.err
+    s.close()
+    assert not (repo / "stray").exists()
 
 
 def test_readonly_learn_phase_may_write_agents_md(sandbox, repo):
