@@ -35,6 +35,11 @@ REPO_PROTECTED_NAMES = (
     ".gitconfig",
     ".ripgreprc",
     ".envrc",  # direnv runs it on the host on `cd`
+    ".exrc",  # vim/neovim with 'exrc' source these from the directory they start in
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
+    ".lvimrc",
     ".vscode",
     ".idea",
     ".zed",

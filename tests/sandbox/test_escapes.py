@@ -124,10 +124,11 @@ def test_worktree_git_file_and_gitdir_are_protected(sandbox, repo):
 
 def test_shell_rc_and_ide_task_files_cannot_be_created(sandbox, repo, home):
     s = sandbox(Level.READWRITE)
-    r = sh(s, f"echo x > .envrc; mkdir .vscode; echo x > .vscode/tasks.json; echo x >> {home}/.bashrc; echo x > .idea", repo)
+    r = sh(s, f"echo x > .envrc; mkdir .vscode; echo x > .vscode/tasks.json; echo x >> {home}/.bashrc; echo x > .idea;"
+              " echo x > .exrc; echo x > .nvim.lua", repo)
     assert r.returncode != 0
     s.close()
-    for name in (".envrc", ".vscode", ".idea"):
+    for name in (".envrc", ".vscode", ".idea", ".exrc", ".nvim.lua"):
         assert not (repo / name).exists(), name  # placeholders removed after the session
     assert not (home / ".bashrc").exists()
 
