@@ -62,7 +62,7 @@ def show(
 ) -> None:
     """Print the effective config (defaults < user < project < flags)."""
     loaded = load(RunOptions(provider=provider, model=model, directory=directory))
-    values = loaded.config.model_dump(by_alias=True, mode="json", exclude={"schema_url"})
+    values = loaded.config.model_dump(by_alias=True, mode="json", exclude={"schema_url", "comment"})  # notes for editors/people
     origins = loaded.origins()
     if json_out:
         payload: dict[str, Any] = {"config": values, "files": [str(f) for f in loaded.files], "warnings": loaded.warnings}
@@ -71,10 +71,10 @@ def show(
         stdout.print_json(json.dumps(payload))
         return
     table = Table(show_header=True, header_style="bold", box=None)
-    table.add_column("key")
-    table.add_column("value")
+    table.add_column("key", no_wrap=True)  # the one thing a reader must see whole
+    table.add_column("value", overflow="fold")
     if origin:
-        table.add_column("from", style="dim")
+        table.add_column("from", style="dim", overflow="fold")
     for key, value in leaf_keys(values).items():
         row = [key, escape(json.dumps(value))]
         if origin:

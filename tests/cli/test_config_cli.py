@@ -29,6 +29,15 @@ def test_config_show_table_names_origins(repo):
     assert '"make check"' in line and ".gtdrc.json" in line
 
 
+def test_config_show_table_keeps_keys_whole_on_a_narrow_terminal(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"$comment": "team notes", "testCommand": "make check"}))
+    result = run_gtd("config", "show", "--origin", cwd=repo, env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    keys = [line.split()[0] for line in result.stdout.splitlines() if line.startswith(" ") and line.split()]
+    assert "sandbox.levels.readonly.denyReadPaths" in keys and "timeouts.inactivitySeconds" in keys
+    assert "team notes" not in result.stdout  # annotations for people are not config values
+
+
 def test_invalid_config_exits_2_naming_file_key_reason(repo):
     (repo / ".gtdrc.json").write_text('{"sandbox": {"enabled": "sometimes"}}')
     for args in (["config", "show"], ["build"], []):
