@@ -6,11 +6,12 @@ plus what a person could change if they want a different answer.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gtd.sandbox.domains import DomainRules, parse_rule, split_host_port
-from gtd.sandbox.policy import SandboxPolicy
+from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,12 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
 
 
 def why(policy: SandboxPolicy, target: str, cwd: Path, *, as_path: bool = False) -> Verdict:
-    """A path (with a slash, starting with . or ~, existing, or forced) or else a host[:port]."""
+    """A path (with a slash, starting with . or ~, existing, named by the policy, or forced) or else a
+    host[:port]. `TODO.md` looks like a host name (.md is a top-level domain) yet is a phase's file."""
     candidate = Path(target).expanduser()
-    candidate = candidate if candidate.is_absolute() else cwd / candidate
-    if as_path or "/" in target or target.startswith((".", "~")) or candidate.exists():
+    candidate = Path(os.path.normpath(candidate if candidate.is_absolute() else cwd / candidate))
+    named = candidate.name in PHASE_FILES.values() or candidate in policy.writable or candidate in policy.protected \
+        or candidate in policy.deny_read
+    if as_path or "/" in target or target.startswith((".", "~")) or os.path.lexists(candidate) or named:
         return why_path(policy, candidate)
     return why_host(policy, target)

@@ -30,6 +30,12 @@ def test_workspace_file_is_writable_at_readwrite_but_not_in_plan(repo):
     plan = why(policy_for(repo, phase=Phase.PLAN), "src/app.py", repo)
     assert not plan.allowed and "readonly.writablePaths" in plan.fix
     assert why(policy_for(repo, phase=Phase.PLAN), "TODO.md", repo, as_path=True).allowed
+    # Not there yet, and `.md` is a top-level domain: still the plan's own file, not a host.
+    assert not (repo / "TODO.md").exists()
+    verdict = why(policy_for(repo, phase=Phase.PLAN), "TODO.md", repo)
+    assert verdict.allowed and verdict.target == str(repo / "TODO.md")
+    learn = why(policy_for(repo, phase=Phase.LEARN), "TODO.md", repo)
+    assert not learn.allowed and learn.target == str(repo / "TODO.md")
 
 
 def test_secret_is_hidden(repo):
