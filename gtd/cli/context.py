@@ -37,13 +37,13 @@ def run_context(options: RunOptions):
     if loaded.repo_root is None:
         raise GtdError(f"{options.cwd()} is not inside a git repository: run `git init` first", exit_code=ExitCode.USAGE)
     repo = loaded.repo_root
-    provider = get_provider(loaded.config.provider, loaded.config)
     audit = AuditLog(repo)
     interactive = is_interactive(options.non_interactive)
     escalator = Escalator(repo, interactive=interactive, audit=audit, phase=None, console=stderr)
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
-    audit.record("run", command=" ".join(sys.argv[1:]), provider=provider.name, interactive=interactive)
-    return RunContext(repo=repo, loaded=loaded, provider=provider, escalator=escalator, audit=audit,
+    audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.config.provider, interactive=interactive)
+    return RunContext(repo=repo, loaded=loaded, provider_factory=lambda: get_provider(loaded.config.provider, loaded.config),
+                      escalator=escalator, audit=audit,
                       progress=Progress(stderr, options.verbosity), reload_config=lambda: load(options),
                       level_override=options.level)

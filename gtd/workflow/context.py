@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -18,13 +19,17 @@ from gtd.workflow.progress import Progress
 class RunContext:
     repo: Path
     loaded: LoadedConfig
-    provider: Provider
+    provider_factory: Callable[[], Provider]  # resolved on first use: steps without an agent need none
     escalator: Escalator
     audit: AuditLog
     progress: Progress
     reload_config: Callable[[], LoadedConfig]
     level_override: Level | None = None  # --level on the command line (explicit, so honoured and logged)
     once_levels: dict[Phase, Level] = field(default_factory=dict)  # "allow once" level approvals
+
+    @functools.cached_property
+    def provider(self) -> Provider:
+        return self.provider_factory()
 
     @property
     def config(self) -> GtdConfig:

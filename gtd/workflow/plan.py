@@ -36,12 +36,13 @@ def feedback_since_plan(ctx: RunContext) -> str:
 
 def plan(ctx: RunContext, goal: str | None = None) -> str:
     """Run the plan phase. Returns the commit sha."""
+    provider = ctx.provider  # a missing agent CLI fails here, before the goal is written into TODO.md
     if goal:
         todo_path = ctx.repo / TODO_FILE
         existing = todo_path.read_text(encoding="utf-8") if todo_path.exists() else ""
         todo_path.write_text(existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n", encoding="utf-8")
     commit_human_edits(ctx.repo)
-    ctx.progress.phase("plan", f"(level {ctx.level_for(Phase.PLAN).value}, provider {ctx.provider.name})")
+    ctx.progress.phase("plan", f"(level {ctx.level_for(Phase.PLAN).value}, provider {provider.name})")
     agent = PhaseAgent(ctx, Phase.PLAN)
     prompt = render("plan", goal=f"Goal: {goal}" if goal else "Refine the plan in TODO.md.",
                     todo=read_text(ctx, TODO_FILE), feedback=feedback_since_plan(ctx),

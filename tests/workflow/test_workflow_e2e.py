@@ -206,3 +206,22 @@ def test_leftovers_edited_by_the_person_become_their_fix(repo):
     assert run_gtd("build", cwd=repo).returncode == 0
     assert subjects(repo)[0].startswith("🔨 build:")
     assert subjects(repo)[1].startswith("🔧 fix:")
+
+
+def test_a_step_without_an_agent_needs_no_agent_cli(repo, tmp_path):
+    # The provider is resolved only when a phase runs: cleanup (and "nothing to do") work without one.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
+    (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]"))
+    (repo / "AGENTS.md").write_text("# Notes\n- Use unittest.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "📚 learn: Counter")
+    result = run_gtd(cwd=repo, env={"PATH": str(bin_dir)})
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0].startswith("🧹 cleanup:") and not (repo / "TODO.md").exists()
+    head = git(repo, "rev-parse", "HEAD")
+    result = run_gtd("plan", "more", cwd=repo, env={"PATH": str(bin_dir)})  # a phase does need it
+    assert result.returncode == 2 and "`claude` is not on PATH" in result.stderr, result.stderr
+    assert git(repo, "rev-parse", "HEAD") == head and not (repo / "TODO.md").exists()  # the goal was not seeded
