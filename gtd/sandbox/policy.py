@@ -57,6 +57,10 @@ class SandboxPolicy:
     # Read-only roots the command needs to run (gtd's Python and package, tool dirs on PATH):
     # visible even where they live under the private /tmp.
     runtime_roots: tuple[Path, ...] = ()
+    # Writable directories the sandbox creates when missing: the provider's state dirs and configured
+    # paths that do not look like files (`build`, `~/.cache/pip`). A missing `DESIGN.md` stays unwritable
+    # until the agent writes it and its approval (or saved rule) creates it as a file, never a directory.
+    create_dirs: tuple[Path, ...] = ()
     # The git metadata present at build time: anything new after a run is quarantined (gitguard).
     git_state: GitState | None = field(default=None, compare=False, repr=False)
 
@@ -107,6 +111,11 @@ def _resolve(raw: str | Path, *, workspace: Path, home: Path) -> Path:
         if not p.is_absolute():
             p = workspace / p
     return Path(os.path.normpath(p))
+
+
+def _looks_like_file(path: Path) -> bool:
+    """`DESIGN.md`, `out.bin`: a dot past the start of the name. `.cache`, `build`: a directory."""
+    return "." in path.name.lstrip(".")
 
 
 def _unique(items) -> tuple:
@@ -170,9 +179,12 @@ def build_policy(
             writable.append(workspace / PHASE_FILES[phase])
     else:
         writable.append(workspace)
-    writable += [res(p) for p in needs.writable_dirs]
+    create_dirs = [res(p) for p in needs.writable_dirs]
+    writable += create_dirs
     for lv in below:
-        writable += [res(p) for p in levels.for_level(lv).writable_paths]
+        configured = [res(p) for p in levels.for_level(lv).writable_paths]
+        writable += configured
+        create_dirs += [p for p in configured if not _looks_like_file(p)]
 
     # The secrets default is always in: a config built without the defaults layer cannot drop it.
     deny_read = [res(p) for p in (*DEFAULT_DENY_READ, *EXTRA_SECRETS)]
@@ -202,5 +214,6 @@ def build_policy(
         phase=phase,
         home=home,
         runtime_roots=runtime_roots(),
+        create_dirs=_unique(create_dirs),
         git_state=git_state,
     )

@@ -247,7 +247,9 @@ class SandboxSession:
         self.record_violation(Violation.now("network", target, self.policy.level, reason))
 
     def _prepare_paths(self) -> None:
-        """Create writable state dirs that do not exist yet, and the phase's own file at readonly."""
+        """Create the provider's missing state dirs, and the phase's own file at readonly (a bind needs
+        something to bind). Any other missing writable path is left alone: what it should be (file or
+        directory) is only known once the agent tries to write it, and its approval creates it."""
         from gtd.sandbox.bwrap import _inside
 
         phase_file = self.policy.workspace / PHASE_FILES[self.policy.phase] if self.policy.phase in PHASE_FILES else None
@@ -258,7 +260,7 @@ class SandboxSession:
                 if w == phase_file:
                     w.touch()
                     self._created_files.append(w)
-                else:
+                elif w in self.policy.create_dirs:
                     w.mkdir(parents=True, exist_ok=True)
             except OSError:
                 pass  # left out of the sandbox's writable set; the command sees a read-only path

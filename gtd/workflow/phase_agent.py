@@ -157,7 +157,7 @@ class PhaseAgent:
                 continue
             granted.append(request.target)
             if request.kind == "path":
-                self._create_approved_file(Path(request.target))
+                self._create_approved_path(Path(request.target))
             if decision == Decision.ONCE:
                 if request.kind == "path":
                     self.once_writable.append(Path(request.target))
@@ -169,11 +169,19 @@ class PhaseAgent:
                 self.ctx.refresh_config()
         return granted
 
-    def _create_approved_file(self, path: Path) -> None:
-        """An approved file the agent was creating must exist as a file before the sandbox opens:
-        the sandbox makes a missing writable path a directory, and the agent's write would then fail."""
-        if path in self.new_files and not os.path.lexists(path) and path.parent.is_dir():
-            path.touch()
+    def _create_approved_path(self, path: Path) -> None:
+        """An approved path must exist before the sandbox opens (a bind needs something to bind), as
+        what the agent was making: an empty file it was writing, else the directory it was creating."""
+        if os.path.lexists(path):
+            return
+        try:
+            if path in self.new_files:
+                if path.parent.is_dir():
+                    path.touch()
+            else:
+                path.mkdir(parents=True)
+        except OSError as exc:
+            self.ctx.progress.warn(f"could not create the approved path {path}: {exc}")
 
     def _stop_if_headless_denied(self) -> None:
         if self.ctx.escalator.headless_denied:

@@ -142,3 +142,17 @@ def test_build_test_failure_with_a_network_error_raises_a_domain_request(repo):
     assert "network error" in request["reason"]
     decided = [(e["target"], e["decided_by"]) for e in AuditLog(repo).read() if e["event"] == "escalation_decision"]
     assert decided == [("downloads.example.com:443", "headless deny")]
+
+
+def test_a_configured_file_that_does_not_exist_yet_is_created_as_a_file(repo):
+    """A writable path from config that is missing is not guessed into a directory: the agent's first
+    write is refused, the saved rule answers without asking, and gtd creates what the agent was writing."""
+    from support import run_gtd
+
+    _setup(repo, note="DESIGN.md")
+    user_config_file().parent.mkdir(parents=True, exist_ok=True)
+    user_config_file().write_text(f'[sandbox.levels.readonly]\nwritablePaths = ["{repo / "DESIGN.md"}"]\n')
+    result = run_gtd("plan", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "DESIGN.md").is_file() and (repo / "DESIGN.md").read_text() == NOTE
+    assert _decisions(repo) == [("user", "saved rule")]

@@ -122,6 +122,16 @@ def test_config_writable_paths_and_inheritance(sandbox, repo, home):
     assert "ok" in r.out
 
 
+def test_missing_configured_paths_become_directories_only_when_they_look_like_one(sandbox, repo, home):
+    cfg = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {
+        "writablePaths": ["~/.cache/pip", "~/notes.md"]}}}})
+    s = sandbox(Level.READONLY, config=cfg)
+    r = sh(s, f"echo c > {home}/.cache/pip/x && echo ok; echo n > {home}/notes.md", repo)
+    assert "ok" in r.out and (home / ".cache/pip/x").read_text() == "c\n"
+    # not guessed into a directory: it stays unwritable until an approval creates it as a file
+    assert not (home / "notes.md").exists() and "Read-only file system" in r.err
+
+
 def test_environment_is_minimal(sandbox, repo, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "leak")
     monkeypatch.setenv("GITHUB_TOKEN", "leak")
