@@ -57,6 +57,9 @@ def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> No
         stdout.print_json(json.dumps({"ok": not failed, "checks": checks}))
     else:
         table = Table(box=None, show_header=False)
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
         for check in checks:
             mark = "[green]ok[/green]" if check["ok"] else ("[red]FAIL[/red]" if check["required"] else "[yellow]--[/yellow]")
             fix = f"\n[dim]fix: {escape(check['fix'])}[/dim]" if check["fix"] and not check["ok"] else ""

@@ -100,8 +100,9 @@ def audit(
         stdout.print_json(json.dumps(entries))
         return
     table = Table(box=None, show_header=True, header_style="bold")
-    for column in ("time", "event", "details"):
-        table.add_column(column)
+    table.add_column("time", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("details", overflow="fold")  # a refused path or host is the point: never cut it
     for entry in entries:
         details = " ".join(f"{k}={v}" for k, v in entry.items() if k not in ("time", "event"))
         table.add_row(entry.get("time", "")[:19], entry.get("event", ""), escape(details))
