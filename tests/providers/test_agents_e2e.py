@@ -124,26 +124,22 @@ def test_session_resumes_with_the_earlier_conversation(agent, repo, fake_model, 
 
 
 NATIVE_DENIAL = {"claude": "Permission to use Write has been denied", "opencode": "rule which prevents you",
-                 "pi": "read-only file system"}  # pi cannot express it: the sandbox refuses
+                 "pi": "permission denied"}  # pi cannot express it: the sandbox refuses (sealed workspace root)
 
 
 def test_plan_phase_edits_only_its_file(agent, repo, fake_model, sandbox_session):
     """Readonly plan phase: TODO.md can be written; another file is refused by the CLI's own permission
     mechanism where it has one (claude, opencode), and by the sandbox always."""
-    write, key = {"claude": ("Write", "file_path"), "opencode": ("write", "filePath"), "pi": ("write", "path")}[agent.name]
-    steps = [tool(write, {key: str(repo / "other.txt"), "content": "no"})]
-    if agent.name == "claude":
-        # Claude's Write/Edit write a temp file next to the target and rename it: with only TODO.md
-        # writable that fails (EROFS), so TODO.md is written through the shell.
-        steps.append(shell("printf -- '- [ ] planned\\n' > TODO.md"))
-    else:
-        steps.append(tool(write, {key: str(repo / "TODO.md"), "content": "- [ ] planned\n"}))
-    fake_model.script(steps + [say("planned")])
+    read, write, key = {"claude": ("Read", "Write", "file_path"), "opencode": ("read", "write", "filePath"),
+                        "pi": ("read", "write", "path")}[agent.name]
+    fake_model.script([tool(write, {key: str(repo / "other.txt"), "content": "no"}),
+                       tool(read, {key: str(repo / "TODO.md")}),  # claude overwrites only what it has read
+                       tool(write, {key: str(repo / "TODO.md"), "content": "- [ ] planned\n"}), say("planned")])
     result = run(agent, repo, sandbox_session, level=Level.READONLY, phase=Phase.PLAN, editable_paths=["TODO.md"])
     assert result.ok, f"{result.error}\n{result.stderr[-2000:]}"
     assert (repo / "TODO.md").read_text() == "- [ ] planned\n"
     assert not (repo / "other.txt").exists()
-    refused, written = [e for e in result.events if e.kind == EventKind.TOOL_RESULT]
+    refused, _, written = [e for e in result.events if e.kind == EventKind.TOOL_RESULT]
     assert refused.is_error and NATIVE_DENIAL[agent.name].lower() in refused.text.lower(), refused.text
     assert not written.is_error
 

@@ -163,7 +163,8 @@ def test_agent_module_runs_standalone(workdir, write_script):
 
 @pytest.mark.bwrap
 def test_inside_the_sandbox_a_denied_write_is_an_error_result(sandbox_session, tmp_path, write_script):
-    """Readonly plan phase: TODO.md is writable, anything else gives 'Read-only file system'."""
+    """Readonly plan phase: TODO.md is writable; a new file next to it gives 'Permission denied' (the
+    sealed workspace root), a protected path 'Read-only file system'."""
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
@@ -177,6 +178,6 @@ def test_inside_the_sandbox_a_denied_write_is_an_error_result(sandbox_session, t
     assert result.ok, result.error + result.stderr
     results = [e for e in result.events if e.kind == EventKind.TOOL_RESULT]
     assert not results[0].is_error and (repo / "TODO.md").read_text() == "- [ ] item\n"
-    assert results[1].is_error and "Read-only file system" in results[1].text
+    assert results[1].is_error and "Permission denied" in results[1].text
     assert results[2].is_error and not (repo / ".git/hooks/pre-commit").exists()
     assert not (repo / "other.txt").exists()
