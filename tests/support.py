@@ -16,3 +16,8 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     """The real `gtd` entry point in a subprocess (stdin closed: a headless run)."""
     return subprocess.run([sys.executable, "-m", "gtd", *args], cwd=cwd, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def explain(result: subprocess.CompletedProcess) -> str:
+    """A failed gtd run's exit status and output tails, for assertion messages."""
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-4000:]}"

@@ -43,7 +43,7 @@ def run_context(options: RunOptions):
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
     audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.config.provider, interactive=interactive)
-    return RunContext(repo=repo, loaded=loaded, provider_factory=lambda: get_provider(loaded.config.provider, loaded.config),
+    return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
                       escalator=escalator, audit=audit,
                       progress=Progress(stderr, options.verbosity), reload_config=lambda: load(options),
                       level_override=options.level)

@@ -247,7 +247,7 @@ class SandboxSession:
         self.record_violation(Violation.now("network", target, self.policy.level, reason))
 
     def _prepare_paths(self) -> None:
-        """Create the provider's missing state dirs, and the phase's own file at readonly (a bind needs
+        """Create the policy's missing `create_dirs`, and the phase's own file at readonly (a bind needs
         something to bind). Any other missing writable path is left alone: what it should be (file or
         directory) is only known once the agent tries to write it, and its approval creates it."""
         from gtd.sandbox.bwrap import _inside

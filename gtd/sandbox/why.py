@@ -47,7 +47,8 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
     protected = _under(path, policy.protected)
     if protected is not None:
         return Verdict(target, False, "protected: gtd or the host later runs or trusts it (git hooks, config or "
-                       "history, rc files, agent or gtd config), so the agent may never change it below level full", str(protected), "edit it yourself, outside gtd")
+                       "history, rc files, agent or gtd config), so the agent may never change it below level full",
+                       str(protected), "edit it yourself, outside gtd")
     writable = _under(path, policy.writable)
     if writable is not None:
         return Verdict(target, True, f"writable at level {level}", str(writable))

@@ -19,7 +19,7 @@ from gtd.workflow.progress import Progress
 class RunContext:
     repo: Path
     loaded: LoadedConfig
-    provider_factory: Callable[[], Provider]  # resolved on first use: steps without an agent need none
+    provider_factory: Callable[[GtdConfig], Provider]  # resolved on first use: steps without an agent need none
     escalator: Escalator
     audit: AuditLog
     progress: Progress
@@ -29,7 +29,7 @@ class RunContext:
 
     @functools.cached_property
     def provider(self) -> Provider:
-        return self.provider_factory()
+        return self.provider_factory(self.config)
 
     @property
     def config(self) -> GtdConfig:

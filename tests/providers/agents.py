@@ -14,17 +14,33 @@ AGENTS_BIN = REPO / ".tools" / "agents" / "bin"
 
 
 @dataclass(frozen=True)
+class FileTools:
+    """A CLI's read/write/edit tools as they appear on the wire, with their argument names."""
+
+    read: str
+    write: str
+    edit: str
+    path: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
 class AgentSetup:
     name: str
     model: str | None  # as the provider names it; declared for the fake endpoint by the provider
     shell_tool: str  # the shell tool's wire name
     interactive_tool: str | None  # a forbidden tool the fake model can call (None: the CLI has none)
+    files: FileTools
 
 
 SETUPS = {
-    "claude": AgentSetup("claude", None, "Bash", "AskUserQuestion"),
-    "opencode": AgentSetup("opencode", "gtd-openai/fake-model", "bash", "question"),
-    "pi": AgentSetup("pi", "anthropic/fake-model", "bash", None),
+    "claude": AgentSetup("claude", None, "Bash", "AskUserQuestion",
+                         FileTools("Read", "Write", "Edit", "file_path", "old_string", "new_string")),
+    "opencode": AgentSetup("opencode", "gtd-openai/fake-model", "bash", "question",
+                           FileTools("read", "write", "edit", "filePath", "oldString", "newString")),
+    "pi": AgentSetup("pi", "anthropic/fake-model", "bash", None,
+                     FileTools("read", "write", "edit", "path", "oldText", "newText")),
 }
 
 

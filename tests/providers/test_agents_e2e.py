@@ -130,11 +130,10 @@ NATIVE_DENIAL = {"claude": "Permission to use Write has been denied", "opencode"
 def test_plan_phase_edits_only_its_file(agent, repo, fake_model, sandbox_session):
     """Readonly plan phase: TODO.md can be written; another file is refused by the CLI's own permission
     mechanism where it has one (claude, opencode), and by the sandbox always."""
-    read, write, key = {"claude": ("Read", "Write", "file_path"), "opencode": ("read", "write", "filePath"),
-                        "pi": ("read", "write", "path")}[agent.name]
-    fake_model.script([tool(write, {key: str(repo / "other.txt"), "content": "no"}),
-                       tool(read, {key: str(repo / "TODO.md")}),  # claude overwrites only what it has read
-                       tool(write, {key: str(repo / "TODO.md"), "content": "- [ ] planned\n"}), say("planned")])
+    t = agent.files
+    fake_model.script([tool(t.write, {t.path: str(repo / "other.txt"), "content": "no"}),
+                       tool(t.read, {t.path: str(repo / "TODO.md")}),  # claude overwrites only what it has read
+                       tool(t.write, {t.path: str(repo / "TODO.md"), "content": "- [ ] planned\n"}), say("planned")])
     result = run(agent, repo, sandbox_session, level=Level.READONLY, phase=Phase.PLAN, editable_paths=["TODO.md"])
     assert result.ok, f"{result.error}\n{result.stderr[-2000:]}"
     assert (repo / "TODO.md").read_text() == "- [ ] planned\n"

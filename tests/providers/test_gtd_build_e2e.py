@@ -13,7 +13,7 @@ from fakemodel.server import say, shell, tool
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.providers.guard import INTERACTIVE_TOOLS
-from support import git, run_gtd
+from support import explain, git, run_gtd
 
 pytestmark = pytest.mark.e2e
 
@@ -57,10 +57,6 @@ def gtd_build(agent, repo) -> subprocess.CompletedProcess:
 
 def subjects(repo) -> list[str]:
     return git(repo, "log", "--format=%s").splitlines()
-
-
-def explain(result: subprocess.CompletedProcess) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-4000:]}"
 
 
 def prompts_seen(fake_model) -> str:

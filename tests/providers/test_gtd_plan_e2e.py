@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from fakemodel.server import say, tool
-from support import git, run_gtd
+from support import explain, git, run_gtd
 
 pytestmark = pytest.mark.e2e
 
@@ -25,15 +25,6 @@ PLAN = """# Hello file
 ## Learnings
 """
 
-# Each CLI's read/write/edit tools as they appear on the wire, with their argument names.
-FILE_TOOLS = {
-    "claude": {"read": "Read", "write": "Write", "edit": "Edit", "path": "file_path",
-               "old": "old_string", "new": "new_string"},
-    "opencode": {"read": "read", "write": "write", "edit": "edit", "path": "filePath",
-                 "old": "oldString", "new": "newString"},
-    "pi": {"read": "read", "write": "write", "edit": "edit", "path": "path", "old": "oldText", "new": "newText"},
-}
-
 
 def gtd_plan(agent, repo, *goal: str):
     args = ["plan", *goal, "--provider", agent.name, "--non-interactive"]
@@ -42,16 +33,12 @@ def gtd_plan(agent, repo, *goal: str):
     return run_gtd(*args, cwd=repo, timeout=300)
 
 
-def explain(result) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-4000:]}"
-
-
 def test_plan_written_with_the_agents_write_tool(agent, repo, fake_model):
-    t = FILE_TOOLS[agent.name]
+    t = agent.files
     todo = str(repo / "TODO.md")
     fake_model.script([
-        tool(t["read"], {t["path"]: todo}),  # claude refuses to overwrite a file it has not read
-        tool(t["write"], {t["path"]: todo, "content": PLAN}),
+        tool(t.read, {t.path: todo}),  # claude refuses to overwrite a file it has not read
+        tool(t.write, {t.path: todo, "content": PLAN}),
         say("Planned."),
     ])
     result = gtd_plan(agent, repo, "make a hello file")
@@ -66,11 +53,11 @@ def test_plan_refined_with_the_agents_edit_tool(agent, repo, fake_model):
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "TODO.md")
     git(repo, "commit", "-q", "-m", "💬 feedback: seed: Hello file")
-    t = FILE_TOOLS[agent.name]
+    t = agent.files
     todo = str(repo / "TODO.md")
     fake_model.script([
-        tool(t["read"], {t["path"]: todo}),
-        tool(t["edit"], {t["path"]: todo, t["old"]: "saying hi", t["new"]: "saying hello"}),
+        tool(t.read, {t.path: todo}),
+        tool(t.edit, {t.path: todo, t.old: "saying hi", t.new: "saying hello"}),
         say("Refined."),
     ])
     result = gtd_plan(agent, repo)
