@@ -13,6 +13,10 @@ Why each rule:
 - ptrace/process_vm_*: reading or steering other sandboxed processes (e.g. the agent's own memory).
 - ioctl TIOCSTI/TIOCLINUX: injecting keystrokes into a terminal.
 - keyctl/add_key/request_key, bpf, perf_event_open, userfaultfd: kernel attack surface, no use here.
+- set-id modes (S_ISUID/S_ISGID) in chmod/fchmod/fchmodat/fchmodat2, in open/openat/creat when they
+  create (O_CREAT or O_TMPFILE), and in mknod/mknodat: a set-id file the sandbox leaves in a writable
+  path keeps its bit on the host, where anyone who runs it gets the sandbox user's (or root's) identity.
+  openat2 passes its mode in a struct the filter cannot read: ENOSYS, so libc falls back to openat.
 The filter is exported as BPF bytes once per session and handed to bwrap on `--seccomp FD`.
 """
 
@@ -68,6 +72,13 @@ CLONE_NAMESPACE_FLAGS = (
 ALLOWED_SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
 TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
+SETID_BITS = (0o4000, 0o2000)  # S_ISUID, S_ISGID
+# (syscall, index of its mode argument)
+CHMOD_CALLS = (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1), ("mknod", 1), ("mknodat", 2))
+# (syscall, index of its flags argument, index of its mode argument): the mode counts only when creating.
+OPEN_CALLS = (("open", 1, 2), ("openat", 2, 3))
+CREATING_FLAGS = (os.O_CREAT, 0x400000)  # O_CREAT, __O_TMPFILE (O_TMPFILE without O_DIRECTORY)
+UNIFIED_NUMBERS = {"fchmodat2": 452}  # syscalls added after the per-arch tables were unified (Linux 5.x+)
 
 
 def compile_filter() -> bytes:
@@ -96,10 +107,30 @@ def compile_filter() -> bytes:
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for request in (TIOCSTI, TIOCLINUX):
         f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+    _refuse_setid_modes(f, sc, eperm)
     with os.fdopen(os.memfd_create("gtd-seccomp"), "w+b") as out:
         f.export_bpf(out)
         out.seek(0)
         return out.read()
+
+
+def _refuse_setid_modes(f, sc, eperm) -> None:
+    """EPERM for any mode carrying S_ISUID or S_ISGID (see the module docstring)."""
+    for bit in SETID_BITS:
+        for name, mode_arg in CHMOD_CALLS:
+            _add(f, eperm, name, sc.Arg(mode_arg, sc.MASKED_EQ, bit, bit))
+        for name, flags_arg, mode_arg in OPEN_CALLS:
+            for flag in CREATING_FLAGS:
+                _add(f, eperm, name, sc.Arg(flags_arg, sc.MASKED_EQ, flag, flag), sc.Arg(mode_arg, sc.MASKED_EQ, bit, bit))
+    _add(f, sc.ERRNO(errno.ENOSYS), "openat2")
+
+
+def _add(f, action, name: str, *args) -> None:
+    try:
+        f.add_rule(action, name, *args)
+    except (OSError, ValueError, RuntimeError):  # not a syscall on this architecture (open, creat on arm64)
+        if name in UNIFIED_NUMBERS:  # newer than this libseccomp: its number is the same on every arch
+            f.add_rule(action, UNIFIED_NUMBERS[name], *args)
 
 
 def _gaps(allowed) -> list[tuple[int, int | None]]:
