@@ -78,6 +78,7 @@ class SandboxSession:
         self._children: list[tuple[subprocess.Popen, object]] = []
         self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
+        self._relays: list = []  # stdio pumps (sandbox/stdio.py), drained before close() returns
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
 
@@ -119,6 +120,9 @@ class SandboxSession:
             self._stop_listener(listener)
         self._children.clear()
         self._wait_for_inits()
+        for relay in self._relays:
+            relay.join()
+        self._relays.clear()
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
@@ -269,6 +273,7 @@ class SandboxSession:
         from gtd.sandbox.bwrap import render_mounts
         from gtd.sandbox.netns import listener_in_namespace
         from gtd.sandbox.seccomp import filter_fd
+        from gtd.sandbox.stdio import relay_stdio
 
         plan = render_mounts(self.policy)
         self._registry.add(plan.placeholders + self._created_files)
@@ -283,18 +288,22 @@ class SandboxSession:
             "--block-fd", str(block_r),
             "--", *argv,
         ]
+        relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
         try:
             proc = subprocess.Popen(
-                args, env=self.environment(env), stdin=stdin, stdout=stdout, stderr=stderr,
+                args, env=self.environment(env), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
                 pass_fds=(info_w, block_r, seccomp_r), start_new_session=True,
             )
         except BaseException:
             os.close(info_r)
             os.close(block_w)
+            relay.abandon()
             raise
         finally:
             for fd in (info_w, block_r, seccomp_r):
                 os.close(fd)
+        relay.started()
+        self._relays.append(relay)
         try:
             info = _read_info(info_r)
             if info is None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -65,3 +67,64 @@ def test_ordinary_modes_still_work(sandbox, repo):
     assert "ran" in r.out and os.access(repo / "t2", os.X_OK)
     r = py(s, "import os; os.close(os.open('n', os.O_CREAT | os.O_WRONLY, 0o755)); print(oct(os.stat('n').st_mode & 0o7777))", repo)
     assert r.out.strip() == "0o755", r.out + r.err
+
+
+# -- inherited descriptors ---------------------------------------------------------------------
+
+def gtd_sandbox_run(script: str, cwd, **streams) -> subprocess.CompletedProcess:
+    """`gtd sandbox run` at readonly with the given host stdio (files the test opened)."""
+    streams.setdefault("stdin", subprocess.DEVNULL)
+    streams.setdefault("stdout", subprocess.PIPE)
+    streams.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readonly", "--", "sh", "-c", script],
+                          cwd=cwd, timeout=60, **streams)
+
+
+@pytest.mark.parametrize("attack", [
+    "echo pwned > /proc/self/fd/0",
+    "echo pwned >> /proc/self/fd/0",
+    "exec 3<>/dev/stdin; echo pwned >&3",
+    "cat - > /dev/null; truncate -s 0 /proc/self/fd/0",
+])
+def test_a_file_given_as_stdin_cannot_be_written_through_proc(repo, tmp_path, attack):
+    victim = tmp_path / "input.txt"
+    victim.write_text("original\n")
+    with open(victim, "rb") as stdin:
+        r = gtd_sandbox_run(attack, repo, stdin=stdin)
+    assert victim.read_text() == "original\n", r.stderr
+
+
+def test_a_file_given_as_stdin_is_still_read_in_full(repo, tmp_path):
+    data = tmp_path / "input.bin"
+    data.write_bytes(os.urandom(300_000))
+    with open(data, "rb") as stdin:
+        r = gtd_sandbox_run("sha256sum -", repo, stdin=stdin)
+    import hashlib
+
+    assert r.returncode == 0 and r.stdout.split()[0].decode() == hashlib.sha256(data.read_bytes()).hexdigest()
+
+
+def test_an_output_file_gets_the_output_and_cannot_be_rewritten_from_the_start(repo, tmp_path):
+    out = tmp_path / "log.txt"
+    out.write_text("earlier line\n")
+    with open(out, "ab") as stdout:
+        r = gtd_sandbox_run("echo one; echo two >&2; printf X > /proc/self/fd/1; : > /proc/self/fd/2; echo three",
+                            repo, stdout=stdout, stderr=subprocess.STDOUT)
+    assert out.read_text() == "earlier line\none\ntwo\nXthree\n", r  # X went down the pipe, in order
+
+
+def test_which_streams_are_relayed(tmp_path):
+    from gtd.sandbox.stdio import needs_relay
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r, w = os.pipe()
+    named = os.open(fifo, os.O_RDWR)
+    regular = os.open(tmp_path / "f", os.O_CREAT | os.O_RDONLY)
+    null = os.open("/dev/null", os.O_RDONLY)
+    try:
+        assert needs_relay(named) and needs_relay(regular)
+        assert not needs_relay(r) and not needs_relay(w) and not needs_relay(null)
+    finally:
+        for fd in (r, w, named, regular, null):
+            os.close(fd)
