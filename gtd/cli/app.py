@@ -6,7 +6,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from gtd import __version__
 from gtd.cli import config_cmds, doctor_cmd, options as opt, workflow_cmds
@@ -14,6 +13,7 @@ from gtd.cli.context import stderr
 from gtd.cli.options import RunOptions
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
+from gtd.terminal_text import markup, write
 
 app = typer.Typer(
     name="gtd",
@@ -29,7 +29,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"gtd {__version__}")
+        write(f"gtd {__version__}\n")
         raise typer.Exit()
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     try:
         app()
     except GtdError as exc:
-        stderr.print(f"[red]gtd: error:[/red] {escape(str(exc))}", highlight=False)
+        stderr.print(f"[red]gtd: error:[/red] {markup(str(exc))}", highlight=False)
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         stderr.print("\n[yellow]interrupted[/yellow]")

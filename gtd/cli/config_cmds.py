@@ -16,6 +16,7 @@ from gtd.cli.options import RunOptions
 from gtd.config.merge import leaf_keys
 from gtd.config.schema import GtdConfig
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+from gtd.terminal_text import write
 
 config_app = typer.Typer(help="Show the effective config or its JSON Schema.", no_args_is_help=True)
 
@@ -89,7 +90,7 @@ def schema() -> None:
     document = GtdConfig.model_json_schema(by_alias=True, mode="validation")
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     document["title"] = "gtd configuration"
-    print(json.dumps(document, indent=2))
+    write(json.dumps(document, indent=2) + "\n")
 
 
 def init(

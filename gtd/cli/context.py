@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
 
 from gtd.cli.options import RunOptions
 from gtd.config.loader import LoadedConfig, load_config
 from gtd.errors import GtdError
+from gtd.terminal_text import SafeConsole, markup
 from gtd.exitcodes import ExitCode
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+stdout = SafeConsole(soft_wrap=True)
+stderr = SafeConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def load(options: RunOptions) -> LoadedConfig:
@@ -21,7 +21,7 @@ def load(options: RunOptions) -> LoadedConfig:
 
     loaded = load_config(options.cwd(), options.config_flags(), project_filter=filter_untrusted_project)
     for warning in loaded.warnings:
-        stderr.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        stderr.print(f"[yellow]warning:[/yellow] {markup(warning)}", highlight=False)
     return loaded
 
 

@@ -7,13 +7,13 @@ import shutil
 import sys
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from gtd.cli import options as opt
 from gtd.cli.context import stdout
 from gtd.cli.options import RunOptions
 from gtd.exitcodes import ExitCode
+from gtd.terminal_text import markup
 
 
 def _check(name: str, ok: bool, detail: str, fix: str = "", required: bool = True) -> dict:
@@ -62,8 +62,8 @@ def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> No
         table.add_column(overflow="fold")
         for check in checks:
             mark = "[green]ok[/green]" if check["ok"] else ("[red]FAIL[/red]" if check["required"] else "[yellow]--[/yellow]")
-            fix = f"\n[dim]fix: {escape(check['fix'])}[/dim]" if check["fix"] and not check["ok"] else ""
-            table.add_row(mark, escape(check["name"]), escape(str(check["detail"])) + fix)
+            fix = f"\n[dim]fix: {markup(check['fix'])}[/dim]" if check["fix"] and not check["ok"] else ""
+            table.add_row(mark, markup(check["name"]), markup(str(check["detail"])) + fix)
         stdout.print(table)
     if failed:
         raise typer.Exit(ExitCode.SANDBOX_UNAVAILABLE if any(c.get("sandbox") for c in failed) else ExitCode.FAILURE)

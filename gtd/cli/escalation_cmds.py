@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from gtd.cli import options as opt
 from gtd.cli.context import stderr, stdout
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
+from gtd.terminal_text import markup
 
 
 def _repo(directory: Path | None) -> Path:
@@ -47,7 +47,8 @@ def approve(
         if not pending:
             stderr.print("no pending escalation requests")
         for request in pending:
-            stdout.print(f"{request.id}  {escape(request.summary())}  [dim]{escape(request.reason)}[/dim]")
+            stdout.print(f"{markup(request.id)}  {markup(request.summary(), one_line=True)}  "
+                         f"[dim]{markup(request.reason, one_line=True)}[/dim]", highlight=False)
         return
     if not is_interactive(False):
         raise GtdError("`gtd approve` needs a terminal to ask you; use `gtd approve --list` or `--json` to see requests",
@@ -56,7 +57,7 @@ def approve(
     for number, request in enumerate(pending, 1):
         scope = saved_rule_scope(request, repo)
         if scope is not None:  # approved meanwhile (another run, another terminal)
-            stderr.print(f"already allowed by a saved {scope} rule: {escape(request.summary())}")
+            stderr.print(f"already allowed by a saved {scope} rule: {markup(request.summary())}")
             audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
                          decided_by=BY_SAVED_RULE, via="gtd approve")
             store.remove(request.id)
@@ -71,10 +72,10 @@ def approve(
         if decision in (prompt.Decision.PROJECT, prompt.Decision.USER):
             saved = save_rule(request, decision.value, repo)
             fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
-            stderr.print(f"saved {escape(saved.rule)} to {escape(str(saved.path))}"
+            stderr.print(f"saved {markup(saved.rule)} to {markup(str(saved.path))}"
                          + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
             if saved.warning:
-                stderr.print(f"[yellow]warning:[/yellow] {escape(saved.warning)}")
+                stderr.print(f"[yellow]warning:[/yellow] {markup(saved.warning)}")
         else:
             stderr.print("denied")
         audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
@@ -105,8 +106,9 @@ def audit(
     table.add_column("details", overflow="fold")  # a refused path or host is the point: never cut it
     for entry in entries:
         details = " ".join(f"{k}={v}" for k, v in entry.items() if k not in ("time", "event"))
-        table.add_row(entry.get("time", "")[:19], entry.get("event", ""), escape(details))
-    stdout.print(table)
+        table.add_row(markup(str(entry.get("time", ""))[:19]), markup(entry.get("event", ""), one_line=True),
+                      markup(details, one_line=True))
+    stdout.print(table, highlight=False)
 
 
 def trust(
@@ -127,23 +129,23 @@ def trust(
     if show:
         trusted = store.is_trusted(path)
         state = "trusted" if trusted else ("changed since you trusted it" if store.pinned(path) else "NOT trusted")
-        stdout.print(f"{escape(str(path))}: {state}")
+        stdout.print(f"{markup(str(path))}: {state}")
         approved = store.approved(path)
         for entry in loosening:
             honoured = "honoured" if trusted or entry in approved else "ignored"
             how = " (approved at a prompt)" if entry in approved and not trusted else ""
-            stdout.print(f"  loosens: {escape(entry)}  " + escape(f"[{honoured}{how}]"), highlight=False)
+            stdout.print(f"  loosens: {markup(entry)}  " + markup(f"[{honoured}{how}]"), highlight=False)
         if not loosening:
             stdout.print("  nothing in it loosens the sandbox")
         return
     if revoke:
         store.revoke(path)
-        stderr.print(f"no longer trusted: {escape(str(path))}")
+        stderr.print(f"no longer trusted: {markup(str(path))}")
         return
     for entry in loosening:
-        stderr.print(f"  trusting: {escape(entry)}")
+        stderr.print(f"  trusting: {markup(entry)}")
     digest = store.trust(path)
-    stderr.print(f"trusted {escape(str(path))} (sha256 {digest[:12]}…); any change needs `gtd trust` again")
+    stderr.print(f"trusted {markup(str(path))} (sha256 {digest[:12]}…); any change needs `gtd trust` again")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ import typer
 
 from gtd.cli import options as opt
 from gtd.config.schema import Level, Phase
+from gtd.terminal_text import write
 
 PhaseOpt = Annotated[Optional[Phase], typer.Option("--phase", help="Use this phase's configured level and its own file.")]
 LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this level (overrides the phase's).")]
@@ -60,13 +61,12 @@ def explain(
     if json_out:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
-    out = sys.stdout
-    out.write(f"level: {data['level']}" + (f" (phase {data['phase']})" if data["phase"] else "") + "\n")
-    out.write(f"workspace: {data['workspace']}\n")
+    write(f"level: {data['level']}" + (f" (phase {data['phase']})" if data["phase"] else "") + "\n")
+    write(f"workspace: {data['workspace']}\n")
     if not data["sandboxed"]:
-        out.write(f"NOT SANDBOXED: {data['reason']} (no filesystem or network restriction)\n")
+        write(f"NOT SANDBOXED: {data['reason']} (no filesystem or network restriction)\n")
         return
-    out.write(f"readable: {data['readable']}\n")
+    write(f"readable: {data['readable']}\n")
     for key, title in (
         ("writable", "writable"),
         ("protected", "read-only even inside writable paths"),
@@ -77,11 +77,11 @@ def explain(
         ("envPassthrough", "environment passed through"),
     ):
         items = data[key]
-        out.write(f"{title}:{'' if items else ' (none)'}\n")
+        write(f"{title}:{'' if items else ' (none)'}\n")
         for item in items:
-            out.write(f"  {item}\n")
+            write(f"  {item}\n")
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
-        out.write("network: only the model API, through gtd's filtering proxy\n")
+        write("network: only the model API, through gtd's filtering proxy\n")
 
 
 def run(
@@ -101,7 +101,7 @@ def run(
     escalator = _escalator(policy, phase, non_interactive)
     if policy.unrestricted:
         why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"
-        sys.stderr.write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n")
+        write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n", stream=sys.stderr)
     cwd = (directory or Path.cwd()).resolve()
     decider = escalator.network_decider if escalator else None
     recorder = (lambda v: escalator.audit.record("violation", **v.to_dict())) if escalator else None
@@ -113,12 +113,12 @@ def run(
             proc.kill()
             code = proc.wait()
         for v in session.violations:
-            sys.stderr.write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n")
+            write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n", stream=sys.stderr)
     code = code if code >= 0 else 128 - code
     if escalator and escalator.headless_denied:
         from gtd.exitcodes import ExitCode
 
-        sys.stderr.write(f"gtd sandbox: {len(escalator.headless_denied)} request(s) saved for `gtd approve`\n")
+        write(f"gtd sandbox: {len(escalator.headless_denied)} request(s) saved for `gtd approve`\n", stream=sys.stderr)
         pending = [request.model_dump(mode="json") for request in escalator.headless_denied]
         sys.stdout.write(json.dumps({"status": "escalation_pending", "requests": pending, "commandExitCode": code,
                                      "hint": "run `gtd approve` in a terminal, then run the command again"}) + "\n")
@@ -140,14 +140,14 @@ def why(
     policy = _policy(phase, level, directory)
     verdict = explain_target(policy, target, (directory or Path.cwd()).resolve(), as_path=as_path)
     if json_out:
-        print(json.dumps(verdict.to_dict(), indent=2))
+        write(json.dumps(verdict.to_dict(), indent=2) + "\n")
     else:
-        print(f"{'ALLOWED' if verdict.allowed else 'BLOCKED'}: {verdict.target} (level {policy.level.value})")
-        print(f"  why:  {verdict.reason}")
+        write(f"{'ALLOWED' if verdict.allowed else 'BLOCKED'}: {verdict.target} (level {policy.level.value})" + "\n")
+        write(f"  why:  {verdict.reason}" + "\n")
         if verdict.rule:
-            print(f"  rule: {verdict.rule}")
+            write(f"  rule: {verdict.rule}" + "\n")
         if verdict.fix and not verdict.allowed:
-            print(f"  to change it: {verdict.fix}")
+            write(f"  to change it: {verdict.fix}" + "\n")
     raise typer.Exit(0 if verdict.allowed else 1)
 
 
@@ -184,7 +184,7 @@ def main() -> None:
     try:
         app(prog_name="gtd")
     except GtdError as exc:
-        sys.stderr.write(f"gtd: error: {exc}\n")
+        write(f"gtd: error: {exc}\n", stream=sys.stderr)
         sys.exit(int(exc.exit_code))
 
 

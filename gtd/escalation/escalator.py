@@ -16,7 +16,6 @@ from pathlib import Path
 
 from filelock import FileLock
 from rich.console import Console
-from rich.markup import escape
 
 from gtd.audit import AuditLog
 from gtd.config.schema import Phase
@@ -28,6 +27,7 @@ from gtd.escalation.prompt import Decision, PromptInput
 from gtd.escalation.request import EscalationRequest, Scope
 from gtd.escalation.trust import TrustStore, entry
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
+from gtd.terminal_text import SafeConsole, markup
 
 __all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_error_domains", "save_rule",
            "saved_rule_scope"]
@@ -148,7 +148,7 @@ class Escalator:
         self.interactive = interactive
         self.audit = audit
         self.phase = phase
-        self.console = console or Console(stderr=True, highlight=False)
+        self.console = console or SafeConsole(stderr=True, highlight=False)
         self.prompt_input = prompt_input
         # What is running now ("test command `npm test`", "Bash call: npm install"), set by the phase so a
         # connection the proxy holds can say why it was opened. Plain attribute: one atomic assignment.
@@ -188,15 +188,15 @@ class Escalator:
             try:
                 saved = save_rule(request, decision.value, self.repo_root)
             except GtdError as exc:  # e.g. the file is invalid: say so, allow for this run only
-                self.console.print(f"[red]could not save the rule:[/red] {escape(str(exc))}; allowed once instead")
+                self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc))}; allowed once instead")
                 fields = {"save_error": str(exc)}
                 decision = Decision.ONCE
             else:
                 fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
-                self.console.print(f"saved {escape(saved.rule)} to {escape(str(saved.path))}"
+                self.console.print(f"saved {markup(saved.rule)} to {markup(str(saved.path))}"
                                    + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
                 if saved.warning:
-                    self.console.print(f"[yellow]warning:[/yellow] {escape(saved.warning)}")
+                    self.console.print(f"[yellow]warning:[/yellow] {markup(saved.warning)}")
         self.audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
                           decided_by=BY_USER, **fields)
         return decision

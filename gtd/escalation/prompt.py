@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
 from gtd.escalation.request import EscalationRequest
+from gtd.terminal_text import markup
 
 PromptInput = Callable[[str], str]  # shows a prompt, returns the typed line
 
@@ -38,11 +38,11 @@ LABELS = {"o": "allow [b]o[/b]nce", "p": "save to [b]p[/b]roject config", "u": "
 def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
-    body = (f"[bold]{escape(request.summary())}[/bold]\n"
-            f"why: {escape(request.reason)}\n\n"
-            f"[dim]project (.gtdrc.json, committed):[/dim] {escape(project_rule)}\n"
-            f"[dim]user config:[/dim]                     {escape(user_rule)}")
-    console.print(Panel(body, title=title, border_style="yellow", expand=False))
+    body = (f"[bold]{markup(request.summary())}[/bold]\n"
+            f"why: {markup(request.reason)}\n\n"
+            f"[dim]project (.gtdrc.json, committed):[/dim] {markup(project_rule)}\n"
+            f"[dim]user config:[/dim]                     {markup(user_rule)}")
+    console.print(Panel(body, title=markup(title), border_style="yellow", expand=False))
 
 
 def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True,
@@ -52,7 +52,7 @@ def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_
     render(console, request, repo_root, title=title)
     keys = [k for k in KEYS if allow_once or k != "o"] + (["s"] if allow_skip else [])
     console.print(" / ".join(LABELS[k] for k in keys))
-    read = prompt_input or (lambda text: console.input(escape(text)))
+    read = prompt_input or (lambda text: console.input(markup(text)))
     question = f"Decision [{'/'.join(keys)}] (default d): "
     while True:
         try:

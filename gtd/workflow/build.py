@@ -6,6 +6,7 @@ from __future__ import annotations
 from gtd.config.schema import Phase
 from gtd.errors import GtdError
 from gtd.prompts import render
+from gtd.terminal_text import markup
 from gtd.workflow import git
 from gtd.workflow.context import RunContext
 from gtd.workflow.phase_agent import PhaseAgent
@@ -38,7 +39,7 @@ def build_step(ctx: RunContext) -> str | None:
         agent.ask(prompt, system_prompt=system, editable_paths=None)
         if not test_command:
             break
-        ctx.progress.info(f"running tests: [bold]{test_command}[/bold]")
+        ctx.progress.info(f"running tests: [bold]{markup(test_command)}[/bold]")
         run = agent.run_tests(test_command)
         if run.passed:
             ctx.progress.info("[green]✓ tests pass[/green]")
@@ -54,7 +55,7 @@ def build_step(ctx: RunContext) -> str | None:
                                       encoding="utf-8")
     sha = git.commit_all(ctx.repo, message(Step.BUILD, titles))
     ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)
-    ctx.progress.info(f"[green]✓ build[/green] {titles}")
+    ctx.progress.info(f"[green]✓ build[/green] {markup(titles)}")
     return sha
 
 

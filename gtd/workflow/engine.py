@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gtd.terminal_text import markup
 from gtd.workflow.build import build_step
 from gtd.workflow.context import RunContext
 from gtd.workflow.learn import cleanup, learn
@@ -23,7 +24,7 @@ def run_next(ctx: RunContext) -> Inference:
     elif inference.next == Next.CLEANUP:
         cleanup(ctx)
     else:
-        ctx.progress.info(inference.reason)
+        ctx.progress.info(markup(inference.reason))
     return inference
 
 

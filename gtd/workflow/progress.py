@@ -10,9 +10,9 @@ import json
 import time
 
 from rich.console import Console
-from rich.markup import escape
 
 from gtd.providers.events import AgentEvent, EventKind
+from gtd.terminal_text import markup
 
 _MAX_INPUT_CHARS = 100
 
@@ -29,28 +29,29 @@ class Progress:
 
     def phase(self, name: str, detail: str = "") -> None:
         if self.verbosity >= 0:
-            self.console.print(f"{self._elapsed()} [bold cyan]{escape(name)}[/bold cyan] {escape(detail)}")
+            self.console.print(f"{self._elapsed()} [bold cyan]{markup(name)}[/bold cyan] {markup(detail)}")
 
     def info(self, text: str) -> None:
+        """`text` is gtd's own markup: anything it quotes must already be `terminal_text.markup()`ed."""
         if self.verbosity >= 0:
             self.console.print(f"{self._elapsed()} {text}")
 
     def warn(self, text: str) -> None:
-        self.console.print(f"{self._elapsed()} [yellow]{escape(text)}[/yellow]")
+        self.console.print(f"{self._elapsed()} [yellow]{markup(text)}[/yellow]")
 
     def event(self, event: AgentEvent) -> None:
         if self.verbosity < 0:
             return
         if event.kind == EventKind.TOOL_CALL:
             shown = _summarize(event.tool_input)
-            self.console.print(f"{self._elapsed()}   [magenta]{escape(event.tool or '?')}[/magenta] {escape(shown)}")
+            self.console.print(f"{self._elapsed()}   [magenta]{markup(event.tool or '?', one_line=True)}[/magenta] {markup(shown, one_line=True)}")
         elif event.kind == EventKind.TOOL_RESULT and event.is_error:
             first = (event.text or "").strip().splitlines()[:1]
-            self.console.print(f"{self._elapsed()}   [red]✗ {escape(first[0] if first else 'tool failed')}[/red]")
+            self.console.print(f"{self._elapsed()}   [red]✗ {markup(first[0] if first else 'tool failed', one_line=True)}[/red]")
         elif event.kind == EventKind.TEXT and self.verbosity > 0 and event.text:
-            self.console.print(f"{self._elapsed()}   [dim]{escape(event.text.strip()[:500])}[/dim]")
+            self.console.print(f"{self._elapsed()}   [dim]{markup(event.text.strip()[:500])}[/dim]")
         elif event.kind == EventKind.ERROR:
-            self.console.print(f"{self._elapsed()}   [red]agent error: {escape(event.text or '')}[/red]")
+            self.console.print(f"{self._elapsed()}   [red]agent error: {markup(event.text or '')}[/red]")
 
 
 def _summarize(tool_input: dict | None) -> str:
