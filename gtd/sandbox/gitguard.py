@@ -39,8 +39,10 @@ class GitState:
     present: set[str] = field(default_factory=set)  # PLANTABLE_IN_GITDIR entries that already existed
 
     def add_gitdir(self, gitdir: Path) -> list[Path]:
-        """Record a gitdir; returns its plantable entries that exist now (to be mounted read-only)."""
-        self.gitdirs.add(os.path.normpath(gitdir))
+        """Record a gitdir; returns its plantable entries that exist now (to be mounted read-only).
+        Recorded normalised (a worktree's commondir spells `../..`), as `planted` compares them."""
+        gitdir = Path(os.path.normpath(gitdir))
+        self.gitdirs.add(str(gitdir))
         existing = []
         for name in PLANTABLE_IN_GITDIR:
             p = gitdir / name

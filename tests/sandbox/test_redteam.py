@@ -9,7 +9,7 @@ import pytest
 
 from gtd.config.schema import Level
 
-from sandbox_support import py, requires_bwrap, sh
+from sandbox_support import git, py, requires_bwrap, sh
 
 pytestmark = [requires_bwrap, pytest.mark.bwrap]
 
@@ -531,3 +531,16 @@ def test_proxy_token_is_not_on_any_command_line(sandbox, repo):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_sibling_linked_worktrees_keep_their_commondir(sandbox, repo, tmp_path):
+    """A sandbox run in one linked worktree must not take the other worktrees' existing `commondir`
+    (reached through `../..`) for planted metadata: quarantining it breaks every sibling worktree."""
+    git("worktree", "add", "-q", str(tmp_path / "wt-a"), "-b", "a", cwd=repo)
+    git("worktree", "add", "-q", str(tmp_path / "wt-b"), "-b", "b", cwd=repo)
+    s = sandbox(Level.READWRITE, workspace=tmp_path / "wt-a")
+    sh(s, "echo work > f", tmp_path / "wt-a")
+    s.close()
+    for name in ("wt-a", "wt-b"):
+        assert (repo / ".git/worktrees" / name / "commondir").is_file(), name
+    assert not [v for v in s.violations if "quarantine" in v.detail], s.violations
