@@ -7,6 +7,7 @@ Every request and decision goes to the audit log with who decided.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sys
@@ -153,6 +154,9 @@ class Escalator:
         # What is running now ("test command `npm test`", "Bash call: npm install"), set by the phase so a
         # connection the proxy holds can say why it was opened. Plain attribute: one atomic assignment.
         self.activity: str | None = None
+        # The running agent's inactivity clock (gtd.providers.runner.ActivityClock), held while a question
+        # is on screen so the person's thinking time is never taken for a hung agent.
+        self.clock = None
         self.pending = PendingStore(repo_root)
         self.headless_denied: list[EscalationRequest] = []
         self._lock = threading.Lock()
@@ -182,7 +186,9 @@ class Escalator:
             self.audit.record("escalation_decision", id=request.id, target=request.target,
                               decision=Decision.DENY.value, decided_by=BY_HEADLESS, pending=True)
             return Decision.DENY
-        decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input)
+        clock = self.clock
+        with clock.person_waiting() if clock is not None else contextlib.nullcontext():
+            decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input)
         fields: dict = {}
         if decision in (Decision.PROJECT, Decision.USER):
             try:

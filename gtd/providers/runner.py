@@ -4,6 +4,10 @@ The provider only describes argv/env and parses lines; this module starts the CL
 launcher (the sandbox session, or a direct launcher in tests), watches its stream and stops
 its whole process group at once when it calls a forbidden tool, goes silent for too long,
 runs past the hard cap, or the user presses Ctrl-C. Headless never hangs.
+
+Silence is judged fairly: time a person spends answering an approval question never counts
+(neither as inactivity nor toward the hard cap), and while a tool call is in progress (a long,
+silent build) the agent is not inactive: the tool is bounded by `timeouts.toolSeconds` instead.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Callable, Literal, Protocol, Sequence
 
@@ -26,7 +31,7 @@ NOISE_LINES = 20  # non-event stdout lines kept for the error message
 READER_JOIN_SECONDS = 2.0
 EXIT_GRACE_SECONDS = 2.0  # after the CLI exits, how long its leftovers may keep stdout open  # after the kill, how long to wait for the pipes to drain
 
-Stopped = Literal[None, "forbidden_tool", "inactivity_timeout", "run_timeout", "interrupted"]
+Stopped = Literal[None, "forbidden_tool", "inactivity_timeout", "tool_timeout", "run_timeout", "interrupted"]
 
 
 class ProcessLauncher(Protocol):
@@ -39,6 +44,12 @@ class ProcessLauncher(Protocol):
 class TimeoutSettings(Protocol):
     inactivity_seconds: float
     run_seconds: float
+    # tool_seconds: float -- optional; a tool call in progress may stay silent this long (default: run_seconds)
+
+
+# The setting a person raises for each kind of stop (as spelled in the config files).
+TIMEOUT_SETTINGS = {"inactivity_timeout": "timeouts.inactivitySeconds", "tool_timeout": "timeouts.toolSeconds",
+                    "run_timeout": "timeouts.runSeconds"}
 
 
 @dataclass
@@ -51,6 +62,7 @@ class AgentResult:
     stopped: Stopped = None
     forbidden_tool: str | None = None
     stderr: str = ""  # the tail of the CLI's stderr, for diagnostics
+    running: str | None = None  # a timeout: what was running when it struck ("the tool call Bash: npm test")
 
     def text(self) -> str:
         """All assistant text of the run, in order."""
@@ -81,24 +93,52 @@ def kill_process_group(proc: subprocess.Popen, pgid: int | None) -> None:
             pass
 
 
-class _Activity:
-    """The time of the last output on stdout or stderr (any output counts as activity)."""
+class ActivityClock:
+    """When the agent last showed a sign of life, with the time a person spends answering left out.
+
+    Any output on stdout or stderr is a sign of life. `person_waiting()` holds the clock while a
+    question is on screen (the proxy asks from its own thread while the agent runs): silence then
+    is the person's, not the agent's, and it is also left out of the run's hard cap."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last = time.monotonic()
+        self._holds = 0
+        self._held_since = 0.0
+        self._held_total = 0.0
 
     def touch(self) -> None:
         with self._lock:
             self._last = time.monotonic()
 
-    @property
-    def last(self) -> float:
+    @contextmanager
+    def person_waiting(self):
         with self._lock:
-            return self._last
+            if self._holds == 0:
+                self._held_since = time.monotonic()
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds -= 1
+                now = time.monotonic()
+                if self._holds == 0:
+                    self._held_total += now - self._held_since
+                self._last = now  # the agent gets a full interval after the answer
+
+    def idle(self, now: float) -> float:
+        """Seconds of silence that count against the agent (0 while a person is being asked)."""
+        with self._lock:
+            return 0.0 if self._holds else now - self._last
+
+    def held(self, now: float) -> float:
+        """Total seconds spent waiting for a person so far."""
+        with self._lock:
+            return self._held_total + (now - self._held_since if self._holds else 0.0)
 
 
-def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: _Activity) -> None:
+def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: ActivityClock) -> None:
     try:
         for line in iter(pipe.readline, b""):
             activity.touch()
@@ -109,7 +149,7 @@ def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: 
         lines.put(None)
 
 
-def _read_stderr(pipe: IO[bytes], tail: deque, activity: _Activity) -> None:
+def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock) -> None:
     size = 0
     try:
         while True:
@@ -144,7 +184,10 @@ def run_agent(
     *,
     timeouts: TimeoutSettings,
     on_event: Callable[[AgentEvent], None] | None = None,
+    clock: ActivityClock | None = None,
 ) -> AgentResult:
+    """Run the CLI to the end (or a stop). `clock`, when given, is the one the escalator holds while it
+    asks a person (see ActivityClock); events go to `on_event` as they arrive."""
     spec = provider.command(request)
     proc = launcher.popen(
         spec.argv,
@@ -156,7 +199,10 @@ def run_agent(
     )
     pgid = process_group(proc)
     started = time.monotonic()
-    activity = _Activity()
+    activity = clock or ActivityClock()
+    activity.touch()
+    tool_seconds = float(getattr(timeouts, "tool_seconds", None) or timeouts.run_seconds)
+    open_calls: dict[str, AgentEvent] = {}  # tool calls started and not finished, by id
     lines: queue.Queue[bytes | None] = queue.Queue()
     stderr_tail: deque[bytes] = deque()
     threads = [
@@ -177,15 +223,17 @@ def run_agent(
     try:
         while True:
             now = time.monotonic()
-            if now - started >= timeouts.run_seconds:
+            elapsed = now - started - activity.held(now)
+            idle = activity.idle(now)
+            limit = tool_seconds if open_calls else timeouts.inactivity_seconds
+            if elapsed >= timeouts.run_seconds:
                 stopped = "run_timeout"
-            elif now - activity.last >= timeouts.inactivity_seconds:
-                stopped = "inactivity_timeout"
+            elif idle >= limit:
+                stopped = "tool_timeout" if open_calls else "inactivity_timeout"
             if stopped:
                 kill_process_group(proc, pgid)
                 break
-            wait = min(timeouts.run_seconds - (now - started), timeouts.inactivity_seconds - (now - activity.last))
-            wait = max(0.01, min(wait, 0.5))
+            wait = max(0.01, min(timeouts.run_seconds - elapsed, limit - idle, 0.5))
             if not stdout_open:
                 try:
                     proc.wait(timeout=wait)
@@ -214,6 +262,7 @@ def run_agent(
             if not parsed:
                 noise.append(line[:500])
             for event in parsed:
+                _track_tool_calls(open_calls, event)
                 if event.kind == EventKind.TOOL_CALL and event.tool in provider.forbidden_tools:
                     kill_process_group(proc, pgid)  # at once, before anyone else looks at the event
                     stopped, forbidden = "forbidden_tool", event.tool
@@ -234,14 +283,18 @@ def run_agent(
     stderr_text = b"".join(stderr_tail).decode("utf-8", "replace")
     exit_code = proc.returncode
     if stopped:
+        running = _running(open_calls)
         reasons = {
             "forbidden_tool": f"the agent called the forbidden tool '{forbidden}' and was stopped",
-            "inactivity_timeout": f"no output for {timeouts.inactivity_seconds:g}s: the agent was stopped",
-            "run_timeout": f"the run exceeded {timeouts.run_seconds:g}s: the agent was stopped",
+            "inactivity_timeout": f"no output from {provider.name} for {timeouts.inactivity_seconds:g}s "
+                                  f"while {running}; it was stopped",
+            "tool_timeout": f"no output from {provider.name} for {tool_seconds:g}s while {running}; it was stopped",
+            "run_timeout": f"the {provider.name} run exceeded {timeouts.run_seconds:g}s while {running}; "
+                           "it was stopped",
         }
         session_id = next((e.session_id for e in events if e.session_id), None)
         return AgentResult(False, events, session_id, reasons.get(stopped, stopped), exit_code, stopped, forbidden,
-                           stderr_text)
+                           stderr_text, running)
 
     outcome = provider.outcome(exit_code, events)
     session_id = outcome.session_id or next((e.session_id for e in events if e.session_id), None)
@@ -250,6 +303,39 @@ def run_agent(
         detail = stderr_text.strip()[-2000:] or "\n".join(noise)[-2000:]
         error = f"{provider.name} exited with status {exit_code}" + (f": {detail}" if detail else "")
     return AgentResult(outcome.ok, events, session_id, error, exit_code, None, None, stderr_text)
+
+
+def _track_tool_calls(open_calls: dict[str, AgentEvent], event: AgentEvent) -> None:
+    """Tool calls in progress: a call opens, its result (same id) closes it; an END closes them all."""
+    if event.kind == EventKind.TOOL_CALL:
+        open_calls[event.tool_id or f"#{len(open_calls)}"] = event
+    elif event.kind == EventKind.TOOL_RESULT:
+        if event.tool_id in open_calls:
+            del open_calls[event.tool_id]
+        elif open_calls and not event.tool_id:
+            open_calls.pop(next(iter(open_calls)))
+    elif event.kind == EventKind.END:
+        open_calls.clear()
+
+
+def describe_call(event: AgentEvent, limit: int = 120) -> str:
+    """`Bash: npm test` -- a tool call as one short line (the command, path or URL it was given)."""
+    tool_input = event.tool_input if isinstance(event.tool_input, dict) else {}
+    for key in ("command", "cmd", "path", "file_path", "filePath", "url", "pattern", "query"):
+        if isinstance(tool_input.get(key), str):
+            detail = tool_input[key]
+            break
+    else:
+        detail = ""
+    text = " ".join(f"{event.tool or 'tool'}: {detail}".split()).rstrip(":")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _running(open_calls: dict[str, AgentEvent]) -> str:
+    """What was running when a timeout struck, for the message."""
+    if not open_calls:
+        return "no tool call was running (the model was thinking or waiting for its API)"
+    return "the tool call " + ", ".join(f"`{describe_call(e)}`" for e in open_calls.values()) + " was running"
 
 
 def _finish(proc: subprocess.Popen, pgid: int | None, threads: list[threading.Thread]) -> None:

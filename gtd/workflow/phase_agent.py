@@ -22,7 +22,7 @@ from gtd.prompts import render
 from gtd.providers.base import AgentRequest
 from gtd.providers.events import AgentEvent, EventKind
 from gtd.providers.guard import ForbiddenToolUsed
-from gtd.providers.runner import AgentResult, run_agent
+from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.sandbox.violations import denied_write_paths
@@ -101,8 +101,14 @@ class PhaseAgent:
                     for path in denied_write_paths(event.text or ""):
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
 
-            with self._open(policy) as session:
-                result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts, on_event=on_event)
+            clock = ActivityClock()
+            self.ctx.escalator.clock = clock  # a question on screen holds the agent's inactivity clock
+            try:
+                with self._open(policy) as session:
+                    result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts,
+                                       on_event=on_event, clock=clock)
+            finally:
+                self.ctx.escalator.clock = None
             self.session_id = result.session_id or self.session_id
             self._check_stopped(result)
             requests = self._write_requests(policy, denied)
@@ -125,10 +131,15 @@ class PhaseAgent:
             raise ForbiddenToolUsed(
                 f"the agent called the interactive tool '{result.forbidden_tool}', which can never run headless; "
                 "gtd stopped it")
-        if result.stopped in ("inactivity_timeout", "run_timeout"):
+        if result.stopped in TIMEOUT_SETTINGS:
             from gtd.providers.guard import AgentTimeout
 
-            raise AgentTimeout(f"the agent was stopped: {result.stopped.replace('_', ' ')}")
+            setting = TIMEOUT_SETTINGS[result.stopped]
+            self.ctx.audit.record("agent_timeout", phase=self.phase.value, stopped=result.stopped, setting=setting,
+                                  running=result.running)
+            raise AgentTimeout(f"{self.phase.value}: {result.error}. If it was still working, raise {setting} "
+                               "in .gtdrc.json or your user config (or `gtd config show` to see it); nothing was "
+                               "committed and the agent's changes are left in the work tree")
 
     def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]]) -> list[EscalationRequest]:
         """Denied writes: protected paths are only violations (never grantable); others become requests."""
