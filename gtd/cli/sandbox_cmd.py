@@ -80,8 +80,27 @@ def explain(
         write(f"{title}:{'' if items else ' (none)'}\n")
         for item in items:
             write(f"  {item}\n")
+    _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
         write("network: only the model API, through gtd's filtering proxy\n")
+
+
+def _explain_caches(policy, write) -> None:
+    """Which package caches the command can write, and how (overlay or per-project fallback)."""
+    if not policy.caches:
+        return
+    from gtd.sandbox.caches import fallback_dir, layer_dir, overlay_check
+
+    ok, detail = overlay_check()
+    if ok:
+        how = f"reads hit your cache; writes go to a per-project copy-on-write layer in {layer_dir(policy.workspace)}"
+    else:
+        how = (f"overlays unavailable ({detail}): tools are pointed at per-project caches in "
+               f"{fallback_dir(policy.workspace)}; cargo, gradle and maven caches stay read-only")
+    write(f"package caches ({how}):\n")
+    for cache in policy.caches:
+        origin = f" (from ${cache.origin})" if cache.origin != "default" else ""
+        write(f"  {cache.tool}: {cache.path}{origin}\n")
 
 
 def run(

@@ -52,7 +52,20 @@ def sandbox_checks() -> list[dict]:
 
     if bwrap:
         checks.append(_smoke_test())
+        checks.append(_caches_check())
     return checks
+
+
+def _caches_check() -> dict:
+    """Package caches at readwrite: a copy-on-write overlay per project, or the per-project fallback."""
+    from gtd.sandbox.caches import overlay_check
+
+    ok, detail = overlay_check()
+    if ok:
+        return _check("package caches", True, detail)
+    return _check("package caches", True,
+                  f"overlays unavailable ({detail}): each project gets its own pip/npm/uv/go/... cache instead of "
+                  "reading yours; cargo, gradle and maven caches stay read-only inside the sandbox")
 
 
 def _smoke_test() -> dict:

@@ -17,6 +17,7 @@ from typing import Any
 from gtd import paths
 from gtd.config.schema import DEFAULT_DENY_READ, GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
+from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
@@ -63,6 +64,8 @@ class SandboxPolicy:
     create_dirs: tuple[Path, ...] = ()
     # The git metadata present at build time: anything new after a run is quarantined (gitguard).
     git_state: GitState | None = field(default=None, compare=False, repr=False)
+    # Package caches made writable through a per-project copy-on-write layer (readwrite and above).
+    caches: tuple[ToolCache, ...] = ()
 
     @property
     def unrestricted(self) -> bool:
@@ -99,6 +102,7 @@ class SandboxPolicy:
             "allowDomains": list(self.allow_domains),
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
+            "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
         }
 
 
@@ -200,6 +204,10 @@ def build_policy(
     protected += [res(p) for p in needs.protected_paths]
     protected += gtd_install_paths()
 
+    caches: tuple[ToolCache, ...] = ()
+    if not level.at_most(Level.READONLY):
+        caches = policy_caches(home, workspace, tuple(deny_read) + tuple(protected))
+
     return SandboxPolicy(
         level=level,
         workspace=workspace,
@@ -209,11 +217,12 @@ def build_policy(
         allow_domains=_unique(allow),
         deny_domains=_unique(deny),
         model_hosts=_unique(needs.model_hosts),
-        env_passthrough=_unique(needs.env_passthrough),
+        env_passthrough=_unique([*needs.env_passthrough, *(k for k in LOCATION_VARS if k in os.environ)]),
         enabled=config.sandbox.enabled,
         phase=phase,
         home=home,
         runtime_roots=runtime_roots(),
         create_dirs=_unique(create_dirs),
         git_state=git_state,
+        caches=caches,
     )

@@ -79,6 +79,7 @@ class SandboxSession:
         self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
         self._relays: list = []  # stdio pumps (sandbox/stdio.py), drained before close() returns
+        self._caches = None  # the package-cache layer (caches.py), Linux only
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
 
@@ -102,6 +103,9 @@ class SandboxSession:
                 except (OSError, ImportError, AttributeError) as exc:
                     raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
                 self._proxy = self._make_proxy()
+                from gtd.sandbox.caches import CacheLayer
+
+                self._caches = CacheLayer(self.policy.caches, self.policy.workspace).start()
             self._prepare_paths()
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
@@ -123,6 +127,8 @@ class SandboxSession:
         for relay in self._relays:
             relay.join()
         self._relays.clear()
+        if self._caches is not None:
+            self._caches.close()
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
@@ -215,6 +221,8 @@ class SandboxSession:
         for key in self.policy.env_passthrough:
             if key in os.environ:
                 env[key] = os.environ[key]
+        if self._caches is not None:
+            env.update(self._caches.environment())
         env.update({k: str(v) for k, v in (extra or {}).items()})
         return env
 
@@ -275,7 +283,12 @@ class SandboxSession:
         from gtd.sandbox.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
-        plan = render_mounts(self.policy)
+        policy = self.policy
+        if self._caches is not None and self._caches.writable():
+            import dataclasses
+
+            policy = dataclasses.replace(policy, writable=(*policy.writable, *self._caches.writable()))
+        plan = render_mounts(policy)
         self._registry.add(plan.placeholders + self._created_files)
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
@@ -289,6 +302,8 @@ class SandboxSession:
             "--", *argv,
         ]
         relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
+        if self._caches is not None:
+            args = self._caches.wrap(args)
         try:
             proc = subprocess.Popen(
                 args, env=self.environment(env), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,

@@ -1,0 +1,302 @@
+"""Package caches inside the sandbox: reads hit the user's cache, writes never reach it.
+
+At `readwrite` and above, each package manager's cache (pip, uv, npm, pnpm, yarn, cargo, go,
+gradle, maven, ccache) is made writable through a copy-on-write **overlay**: the user's cache
+is the lower layer, and a per-project upper layer lives in gtd's state dir (read-only to the
+agent everywhere else). So an offline build reads what the user already downloaded, a download
+at `network` is kept for this project's next run, and nothing the agent writes can poison a
+cache that another project (or the person's own shell) uses.
+
+How it is mounted (bubblewrap 0.8 has no `--overlay`): once per session a small *holder* is
+started in its own mount namespace (inside a user namespace unless gtd runs as root) with
+util-linux `unshare`; it mounts every overlay with one `mount -a -T <fstab>` and waits on its
+stdin. Each sandboxed command then starts bwrap through `nsenter` into that namespace, where
+`--ro-bind / /` sees the overlays and a `--bind` of each cache makes it writable. The holder
+exits when gtd closes its stdin (or dies).
+
+Where overlays cannot be mounted, each tool that has a cache variable is pointed at a
+gtd-owned per-project cache dir instead (reads then miss the user's cache); `gtd doctor` and
+`gtd sandbox explain` say which mode is in use.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+# Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
+_UNSAFE = set(",:\\ \t\n\"'#=")
+
+
+@dataclass(frozen=True)
+class ToolCache:
+    tool: str  # "pip"
+    path: Path  # the user's cache dir (the overlay's lower layer)
+    env: str | None = None  # the variable that points the tool elsewhere (fallback mode)
+    origin: str = "default"  # where the location came from: "default" or the variable that set it
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe id, unique per cache ("npm", "cargo-registry")."""
+        return self.tool
+
+
+def _first(environ: Mapping[str, str], *names: str) -> tuple[str, str] | None:
+    for name in names:
+        value = environ.get(name)
+        if value:
+            return name, value
+    return None
+
+
+def known_caches(home: Path, environ: Mapping[str, str] | None = None) -> list[ToolCache]:
+    """Every package manager's cache location, honouring the variables that move it."""
+    environ = os.environ if environ is None else environ
+    xdg_cache = Path(environ.get("XDG_CACHE_HOME") or home / ".cache")
+    xdg_data = Path(environ.get("XDG_DATA_HOME") or home / ".local/share")
+    found: list[ToolCache] = []
+
+    def add(tool: str, default: Path, *names: str, env: str | None = None) -> None:
+        hit = _first(environ, *names)
+        path = Path(os.path.expanduser(hit[1])) if hit else default
+        if path.is_absolute():
+            found.append(ToolCache(tool, Path(os.path.normpath(path)), env, hit[0] if hit else "default"))
+
+    add("pip", xdg_cache / "pip", "PIP_CACHE_DIR", env="PIP_CACHE_DIR")
+    add("uv", xdg_cache / "uv", "UV_CACHE_DIR", env="UV_CACHE_DIR")
+    add("npm", home / ".npm", "npm_config_cache", "NPM_CONFIG_CACHE", env="npm_config_cache")
+    add("pnpm-store", xdg_data / "pnpm" / "store", "npm_config_store_dir", "PNPM_STORE_DIR", env="npm_config_store_dir")
+    add("pnpm", xdg_cache / "pnpm", "npm_config_cache_dir", env="npm_config_cache_dir")
+    add("yarn", xdg_cache / "yarn", "YARN_CACHE_FOLDER", env="YARN_CACHE_FOLDER")
+    add("yarn-berry", home / ".yarn" / "berry", "YARN_GLOBAL_FOLDER", env="YARN_GLOBAL_FOLDER")
+    cargo_home = Path(environ.get("CARGO_HOME") or home / ".cargo")
+    add("cargo-registry", cargo_home / "registry")
+    add("cargo-git", cargo_home / "git")
+    gopath = (environ.get("GOPATH") or str(home / "go")).split(os.pathsep)[0]
+    add("go-mod", Path(gopath) / "pkg" / "mod", "GOMODCACHE", env="GOMODCACHE")
+    add("go-build", xdg_cache / "go-build", "GOCACHE", env="GOCACHE")
+    gradle_home = Path(environ.get("GRADLE_USER_HOME") or home / ".gradle")
+    add("gradle", gradle_home / "caches")
+    add("gradle-wrapper", gradle_home / "wrapper")
+    add("maven", home / ".m2" / "repository")
+    ccache_default = xdg_cache / "ccache" if not (home / ".ccache").is_dir() else home / ".ccache"
+    add("ccache", ccache_default, "CCACHE_DIR", env="CCACHE_DIR")
+    return found
+
+
+# The executable whose presence makes a missing cache worth creating (it would create it itself).
+_TOOL_EXECUTABLES = {
+    "pip": ("pip", "pip3"), "uv": ("uv",), "npm": ("npm",), "pnpm-store": ("pnpm",), "pnpm": ("pnpm",),
+    "yarn": ("yarn",), "yarn-berry": ("yarn",), "cargo-registry": ("cargo",), "cargo-git": ("cargo",),
+    "go-mod": ("go",), "go-build": ("go",), "gradle": ("gradle",), "gradle-wrapper": ("gradle",),
+    "maven": ("mvn",), "ccache": ("ccache",),
+}
+
+# Variables that name where the tools keep caches and config: passed into the sandbox so a tool
+# finds the same places inside as outside (they hold paths, never credentials).
+LOCATION_VARS = (
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "PIP_CACHE_DIR", "UV_CACHE_DIR", "npm_config_cache",
+    "NPM_CONFIG_CACHE", "npm_config_store_dir", "PNPM_STORE_DIR", "npm_config_cache_dir", "PNPM_HOME",
+    "YARN_CACHE_FOLDER", "YARN_GLOBAL_FOLDER", "CARGO_HOME", "RUSTUP_HOME", "GOPATH", "GOMODCACHE", "GOCACHE",
+    "GRADLE_USER_HOME", "CCACHE_DIR", "JAVA_HOME",
+)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    p, r = str(path), str(root).rstrip("/") + "/"
+    return p == str(root) or p.startswith(r)
+
+
+def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[Path],
+                  environ: Mapping[str, str] | None = None) -> tuple[ToolCache, ...]:
+    """The caches a writable level gets: those that exist, or whose tool is installed. A cache inside
+    the workspace is writable anyway; one that is (or is under) a hidden path stays hidden; a path
+    overlayfs cannot name is left as it is (read-only)."""
+    chosen: list[ToolCache] = []
+    seen: set[Path] = set()
+    for cache in known_caches(home, environ):
+        if cache.path in seen or _inside(cache.path, workspace) or _inside(workspace, cache.path):
+            continue
+        if any(_inside(cache.path, h) or _inside(h, cache.path) for h in hidden):
+            continue
+        if _UNSAFE & set(str(cache.path)):
+            continue
+        if os.path.isdir(cache.path) or any(shutil.which(x) for x in _TOOL_EXECUTABLES.get(cache.tool, ())):
+            chosen.append(cache)
+            seen.add(cache.path)
+    return tuple(chosen)
+
+
+def layer_dir(workspace: Path) -> Path:
+    """The project's upper layers (under gtd's state dir: the agent can read, never write it)."""
+    from gtd import paths
+
+    return paths.project_state_dir(workspace) / "caches"
+
+
+def fallback_dir(workspace: Path) -> Path:
+    """The project's own caches when overlays are impossible (outside gtd's protected state)."""
+    import platformdirs
+
+    from gtd import paths
+
+    return Path(platformdirs.user_cache_dir(paths.APP)) / "projects" / paths.project_key(workspace)
+
+
+class CacheLayer:
+    """One session's package caches: the overlay holder (or the fallback dirs) and how bwrap uses them."""
+
+    def __init__(self, caches: tuple[ToolCache, ...], workspace: Path, *, layers: Path | None = None):
+        self.caches = caches
+        self.workspace = workspace
+        self.layers = layers or layer_dir(workspace)
+        self._mounted: list[ToolCache] = []
+        self.mode: str = "none"  # "overlay" | "per-project" | "none"
+        self.detail = ""
+        self._holder: subprocess.Popen | None = None
+        self._writable: list[Path] = []
+        self._env: dict[str, str] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> "CacheLayer":
+        if not self.caches:
+            return self
+        try:
+            self._start_overlay()
+            self.mode = "overlay"
+            self._writable = [c.path for c in self._mounted]
+        except OSError as exc:
+            self.detail = str(exc)
+            self._start_fallback()
+        return self
+
+    def close(self) -> None:
+        holder, self._holder = self._holder, None
+        if holder is not None:
+            try:
+                holder.stdin.close()
+            except OSError:
+                pass
+            try:
+                holder.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                holder.kill()
+                holder.wait()
+
+    # -- what the session uses --------------------------------------------------------------
+    def writable(self) -> list[Path]:
+        """Extra writable binds: the overlaid caches (or the per-project fallback dirs)."""
+        return list(self._writable)
+
+    def environment(self) -> dict[str, str]:
+        """Variables that point tools at the fallback dirs (empty in overlay mode)."""
+        return dict(self._env)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """bwrap's argv, started inside the holder's mount namespace (as the same user) in overlay mode."""
+        if self._holder is None or not argv or argv[0] != "bwrap":
+            return argv
+        prefix = ["nsenter", "-t", str(self._holder.pid), "--mount"]
+        if os.geteuid() != 0:
+            # The holder's user namespace maps only our uid (as 0); bwrap maps it back to who we are.
+            prefix += ["--user", "--preserve-credentials"]
+            return [*prefix, "--", "bwrap", "--uid", str(os.getuid()), "--gid", str(os.getgid()), *argv[1:]]
+        return [*prefix, "--", *argv]
+
+    def describe(self) -> list[str]:
+        out = []
+        for c in self.caches:
+            where = f" (set by {c.origin})" if c.origin != "default" else ""
+            out.append(f"{c.tool}: {c.path}{where}")
+        return out
+
+    # -- overlay ------------------------------------------------------------------------------
+    def _start_overlay(self) -> None:
+        if shutil.which("unshare") is None or shutil.which("nsenter") is None:
+            raise OSError("util-linux unshare/nsenter not found")
+        base = self.layers
+        lines, mounted = [], []
+        root = os.geteuid() == 0
+        for cache in self.caches:
+            if not self._ensure_lower(cache):
+                continue
+            upper, work = base / cache.key / "upper", base / cache.key / "work"
+            upper.mkdir(parents=True, exist_ok=True, mode=0o700)
+            work.mkdir(parents=True, exist_ok=True, mode=0o700)
+            lower = Path(os.path.realpath(cache.path))
+            if _UNSAFE & set(str(lower) + str(base)):
+                continue
+            options = f"lowerdir={lower},upperdir={upper},workdir={work}" + ("" if root else ",userxattr")
+            lines.append(f"overlay {lower} overlay {options} 0 0\n")
+            mounted.append(cache)
+        if not mounted:
+            raise OSError("no cache could be prepared")
+        fd, fstab = tempfile.mkstemp(prefix="gtd-caches-", suffix=".fstab")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.writelines(lines)
+            argv = ["unshare", "--mount", "--propagation", "private"]
+            if not root:
+                argv[1:1] = ["--user", "--map-root-user"]
+            script = 'mount -a -T "$1" || exit 1; echo ready; read _ignored'
+            holder = subprocess.Popen([*argv, "/bin/sh", "-c", script, "holder", fstab], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            ready = holder.stdout.readline()
+            if ready.strip() != b"ready":
+                holder.stdin.close()
+                err = holder.stderr.read().decode(errors="replace").strip()
+                holder.wait()
+                raise OSError(f"overlay mount failed: {err or 'no reply'}")
+        finally:
+            os.unlink(fstab)
+        self._holder = holder
+        self._mounted = mounted
+
+    @staticmethod
+    def _ensure_lower(cache: ToolCache) -> bool:
+        """The user's cache dir must exist to be a layer: created empty when its tool is installed (the
+        tool would create it on its first run anyway). Never through a symlinked or non-directory path."""
+        if os.path.isdir(cache.path):
+            return True
+        if os.path.lexists(cache.path):
+            return False
+        try:
+            cache.path.mkdir(parents=True, mode=0o755)
+            return True
+        except OSError:
+            return False
+
+    # -- fallback -------------------------------------------------------------------------------
+    def _start_fallback(self) -> None:
+        base = fallback_dir(self.workspace)
+        for cache in self.caches:
+            if cache.env is None:
+                continue  # no variable moves only the cache (cargo, gradle, maven): it stays read-only
+            target = base / cache.key
+            try:
+                target.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError:
+                continue
+            self._env[cache.env] = str(target)
+            self._writable.append(target)
+        self.mode = "per-project" if self._writable else "none"
+
+
+def overlay_check() -> tuple[bool, str]:
+    """For `gtd doctor`: mount one overlay the way sessions do, in a temp dir."""
+    with tempfile.TemporaryDirectory(prefix="gtd-overlay-") as tmp:
+        lower = Path(tmp) / "lower"
+        lower.mkdir()
+        layer = CacheLayer((ToolCache("probe", lower),), Path(tmp) / "ws", layers=Path(tmp) / "layers")
+        try:
+            layer._start_overlay()
+        except OSError as exc:
+            return False, str(exc)
+        finally:
+            layer.close()
+    return True, "copy-on-write overlay per project (reads hit your caches, writes stay in gtd's state dir)"

@@ -1,0 +1,84 @@
+"""Package caches in the sandbox: where each tool's cache is, and that writes stay per project."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level
+from gtd.sandbox.caches import CacheLayer, known_caches
+from gtd.sandbox.policy import build_policy
+from gtd.sandbox.session import open_sandbox
+from conftest import run
+from support import git
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+def test_cache_locations_follow_the_tools_variables(tmp_path):
+    home = tmp_path / "h"
+    env = {"PIP_CACHE_DIR": "/data/pip", "XDG_CACHE_HOME": "/xdg", "npm_config_cache": "/data/npm",
+           "CARGO_HOME": "/opt/cargo", "GOPATH": "/gp:/other", "GRADLE_USER_HOME": "/g"}
+    found = {c.tool: (str(c.path), c.origin) for c in known_caches(home, env)}
+    assert found["pip"] == ("/data/pip", "PIP_CACHE_DIR")
+    assert found["uv"] == ("/xdg/uv", "default")
+    assert found["npm"] == ("/data/npm", "npm_config_cache")
+    assert found["cargo-registry"][0] == "/opt/cargo/registry"
+    assert found["go-mod"][0] == "/gp/pkg/mod" and found["go-build"][0] == "/xdg/go-build"
+    assert found["gradle"][0] == "/g/caches" and found["maven"][0] == str(home / ".m2/repository")
+    defaults = {c.tool: str(c.path) for c in known_caches(home, {})}
+    assert defaults["pip"] == str(home / ".cache/pip") and defaults["npm"] == str(home / ".npm")
+
+
+def _project(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    root.mkdir()
+    git(root, "init", "-q")
+    return root
+
+
+@needs_bwrap
+def test_cache_writes_stay_in_their_project(tmp_path, isolated_home):
+    cache = isolated_home / ".npm"
+    cache.mkdir()
+    (cache / "shared").write_text("from the person\n")
+    one, two = _project(tmp_path, "one"), _project(tmp_path, "two")
+    with open_sandbox(build_policy(GtdConfig(), workspace=one, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, "cat ~/.npm/shared && echo poisoned > ~/.npm/shared && echo new > ~/.npm/added && cat ~/.npm/shared", one)
+        assert r.stdout == "from the person\npoisoned\n", r.stderr
+    with open_sandbox(build_policy(GtdConfig(), workspace=two, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, "cat ~/.npm/shared; ls ~/.npm", two)
+        assert r.stdout == "from the person\nshared\n", r.stderr
+    with open_sandbox(build_policy(GtdConfig(), workspace=one, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, "cat ~/.npm/shared ~/.npm/added", one)  # the project keeps its own layer across runs
+        assert r.stdout == "poisoned\nnew\n", r.stderr
+    assert (cache / "shared").read_text() == "from the person\n" and sorted(p.name for p in cache.iterdir()) == ["shared"]
+
+
+@needs_bwrap
+def test_caches_are_read_only_at_readonly(tmp_path, isolated_home):
+    (isolated_home / ".npm").mkdir()
+    ws = _project(tmp_path, "ws")
+    policy = build_policy(GtdConfig(), workspace=ws, level=Level.READONLY, home=isolated_home)
+    assert policy.caches == ()
+    with open_sandbox(policy) as s:
+        r = run(s, "touch ~/.npm/x", ws)
+    assert r.returncode != 0 and not (isolated_home / ".npm" / "x").exists()
+
+
+@needs_bwrap
+def test_without_overlays_each_tool_gets_a_per_project_cache(tmp_path, isolated_home, monkeypatch):
+    def impossible(self):
+        raise OSError("overlayfs not available (test)")
+
+    monkeypatch.setattr(CacheLayer, "_start_overlay", impossible)
+    (isolated_home / ".cache" / "pip").mkdir(parents=True)
+    ws = _project(tmp_path, "ws")
+    with open_sandbox(build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, 'echo "$PIP_CACHE_DIR"; echo x > "$PIP_CACHE_DIR/written" && echo ok; touch ~/.cache/pip/y || echo ro', ws)
+    target, written, ro = r.stdout.split()
+    assert written == "ok" and ro == "ro", r.stderr
+    assert Path(target, "written").is_file() and str(ws.name) in target
+    assert list((isolated_home / ".cache" / "pip").iterdir()) == []
