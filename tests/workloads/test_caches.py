@@ -11,7 +11,7 @@ from gtd.config.schema import GtdConfig, Level
 from gtd.sandbox.caches import CacheLayer, known_caches
 from gtd.sandbox.policy import build_policy
 from gtd.sandbox.session import open_sandbox
-from conftest import run
+from workload_support import run
 from support import git
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")

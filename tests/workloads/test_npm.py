@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from gtd.config.schema import Level
-from conftest import allow_registry, run
+from workload_support import allow_registry, run
 from registries import REGISTRY_HOST, tree_state
 
 pytestmark = [pytest.mark.bwrap,

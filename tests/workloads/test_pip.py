@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gtd.config.schema import Level
-from conftest import allow_registry, run
+from workload_support import allow_registry, run
 from registries import REGISTRY_HOST, tree_state
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")]
