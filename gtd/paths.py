@@ -45,5 +45,10 @@ def project_state_dir(repo_root: Path) -> Path:
     return user_state_dir() / "projects" / project_key(repo_root)
 
 
+def config_cache_dir() -> Path:
+    """Validated config loads (config/cache.py): in the state dir, so the sandbox cannot forge one."""
+    return user_state_dir() / "cache" / "config"
+
+
 def locks_dir() -> Path:
     return user_state_dir() / "locks"

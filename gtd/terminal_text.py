@@ -18,10 +18,6 @@ import re
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.segment import Segment
-
 # C0 (but \t and \n), DEL, C1, and the Unicode bidi/direction controls (Trojan-Source style reordering).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -46,6 +42,8 @@ def visible(text: Any, *, one_line: bool = False) -> str:
 
 def markup(text: Any, *, one_line: bool = False) -> str:
     """`text` safe to put inside a rich markup string: no control characters, no markup of its own."""
+    from rich.markup import escape  # here, not at the top: `gtd --help` must not pay for importing rich
+
     return escape(visible(text, one_line=one_line))
 
 
@@ -53,23 +51,38 @@ def has_unsafe(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 
 
-class SafeConsole(Console):
-    """A rich Console whose text can never carry a terminal control sequence.
+def _safe_console_class():
+    """Defined on first use, so importing this module (every command does) does not import rich."""
+    from rich.console import Console
+    from rich.segment import Segment
 
-    Rich's own styling and cursor movement (Live) are rendered from styles and control segments,
-    which pass untouched; only the characters of the text are made visible. This is the net under
-    `markup()`/`visible()` at the call sites (which also keep rich's layout width exact)."""
+    class SafeConsole(Console):
+        """A rich Console whose text can never carry a terminal control sequence.
 
-    def _render_buffer(self, buffer):  # noqa: D401 - rich's hook, the one place all output passes
-        return super()._render_buffer(
-            segment if segment.control or not has_unsafe(segment.text) else
-            Segment(visible(segment.text), segment.style, segment.control)
-            for segment in buffer)
+        Rich's own styling and cursor movement (Live) are rendered from styles and control segments,
+        which pass untouched; only the characters of the text are made visible. This is the net under
+        `markup()`/`visible()` at the call sites (which also keep rich's layout width exact)."""
 
-    def print_json(self, json: str | None = None, *, data: Any = None, **kwargs: Any) -> None:
-        """JSON stays pure ASCII on the terminal (a C1 character is written as \\u009b, never raw)."""
-        kwargs.setdefault("ensure_ascii", True)
-        super().print_json(json, data=data, **kwargs)
+        def _render_buffer(self, buffer):  # noqa: D401 - rich's hook, the one place all output passes
+            return super()._render_buffer(
+                segment if segment.control or not has_unsafe(segment.text) else
+                Segment(visible(segment.text), segment.style, segment.control)
+                for segment in buffer)
+
+        def print_json(self, json: str | None = None, *, data: Any = None, **kwargs: Any) -> None:
+            """JSON stays pure ASCII on the terminal (a C1 character is written as \\u009b, never raw)."""
+            kwargs.setdefault("ensure_ascii", True)
+            super().print_json(json, data=data, **kwargs)
+
+    return SafeConsole
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SafeConsole":
+        cls = _safe_console_class()
+        globals()["SafeConsole"] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def write(text: str, *, stream=None) -> None:

@@ -20,8 +20,8 @@ app = typer.Typer(
     help="Run a coding agent through plan -> build -> learn, every phase inside an OS sandbox.\n\n"
     "With no command, gtd looks at git state and runs the next step.",
     no_args_is_help=False,
-    add_completion=False,
-    rich_markup_mode="rich",
+    add_completion=True,  # --install-completion / --show-completion; Tab runs this same fast start-up path
+    rich_markup_mode=None,  # plain help: rendering it with rich costs more than the whole start-up budget
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -7,16 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from gtd.cli import options as opt
 from gtd.cli.context import load, stderr, stdout
 from gtd.cli.options import RunOptions
 from gtd.config.merge import leaf_keys
-from gtd.config.schema import GtdConfig
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
-from gtd.terminal_text import write
+from gtd.terminal_text import markup, write
 
 config_app = typer.Typer(help="Show the effective config or its JSON Schema.", no_args_is_help=True)
 
@@ -63,30 +60,54 @@ def show(
 ) -> None:
     """Print the effective config (defaults < user < project < flags)."""
     loaded = load(RunOptions(provider=provider, model=model, directory=directory))
-    values = loaded.config.model_dump(by_alias=True, mode="json", exclude={"schema_url", "comment"})  # notes for editors/people
+    values = {k: v for k, v in loaded.values.items() if k not in ("$schema", "$comment")}  # notes for editors/people
     origins = loaded.origins()
     if json_out:
         payload: dict[str, Any] = {"config": values, "files": [str(f) for f in loaded.files], "warnings": loaded.warnings}
         if origin:
             payload["origins"] = origins
-        stdout.print_json(json.dumps(payload))
+        write(json.dumps(payload, indent=2) + "\n")  # plain, not rich's print_json: rich would double the time
         return
-    table = Table(show_header=True, header_style="bold", box=None)
-    table.add_column("key", no_wrap=True)  # the one thing a reader must see whole
-    table.add_column("value", overflow="fold")
-    if origin:
-        table.add_column("from", style="dim", overflow="fold")
-    for key, value in leaf_keys(values).items():
-        row = [key, escape(json.dumps(value))]
-        if origin:
-            row.append(escape(origins.get(key, "defaults")))
-        table.add_row(*row)
-    stdout.print(table)
+    header = ["key", "value"] + (["from"] if origin else [])
+    rows = [[key, json.dumps(value)] + ([origins.get(key, "defaults")] if origin else [])
+            for key, value in leaf_keys(values).items()]
+    write(_columns(header, rows))  # origins name files: their control characters are shown, not sent
+
+
+def _columns(header: list[str], rows: list[list[str]]) -> str:
+    """A plain table: the first column (the key, the one thing a reader must see whole) never wraps,
+    the others fold to the terminal width (COLUMNS when not a terminal). Plain text on purpose:
+    rich's Table costs more start-up time than the rest of `gtd config show`."""
+    import shutil
+    import textwrap
+
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    room = shutil.get_terminal_size().columns - sum(2 + w for w in widths[:1]) - 2 * (len(header) - 1)
+    folding = list(range(1, len(header)))
+    while folding and sum(widths[i] for i in folding) > room:  # narrow columns keep their width, wide ones share the rest
+        share = max(10, room // len(folding))
+        narrow = [i for i in folding if widths[i] <= share]
+        if not narrow:
+            for i in folding:
+                widths[i] = share
+            break
+        room -= sum(widths[i] for i in narrow)
+        folding = [i for i in folding if i not in narrow]
+    lines = []
+    for row in table:
+        cells = [[row[0]]] + [textwrap.wrap(cell, w, break_on_hyphens=False) or [""] for cell, w in zip(row[1:], widths[1:])]
+        for i in range(max(len(c) for c in cells)):
+            parts = [(c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths)]
+            lines.append((" " + "  ".join(parts)).rstrip())
+    return "\n".join(lines) + "\n"
 
 
 @config_app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of the config (use it as `$schema` in .gtdrc.json)."""
+    from gtd.config.schema import GtdConfig
+
     document = GtdConfig.model_json_schema(by_alias=True, mode="validation")
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     document["title"] = "gtd configuration"
@@ -111,10 +132,10 @@ def init(
         content: dict[str, Any] = {"$comment": PROJECT_COMMENT, "provider": "auto", "testCommand": _guess_test_command(root)}
         text = json.dumps(content, indent=2) + "\n"
     if path.exists():
-        stderr.print(f"{escape(str(path))} already exists; left unchanged.")
+        stderr.print(f"{markup(str(path))} already exists; left unchanged.")
         return
     atomic_write(path, text)
-    stderr.print(f"wrote {escape(str(path))}")
+    stderr.print(f"wrote {markup(str(path))}")
 
 
 def register(app: typer.Typer) -> None:

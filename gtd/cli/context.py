@@ -3,23 +3,65 @@
 from __future__ import annotations
 
 import sys
-
+from typing import TYPE_CHECKING, Any
 
 from gtd.cli.options import RunOptions
-from gtd.config.loader import LoadedConfig, load_config
 from gtd.errors import GtdError
-from gtd.terminal_text import SafeConsole, markup
+from gtd.terminal_text import markup
 from gtd.exitcodes import ExitCode
 
-stdout = SafeConsole(soft_wrap=True)
-stderr = SafeConsole(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from gtd.config.loader import LoadedConfig
+
+
+class LazyConsole:
+    """A SafeConsole created on first use: importing rich costs more than `gtd --help` may take."""
+
+    def __init__(self, **settings: Any):
+        object.__setattr__(self, "_settings", settings)
+        object.__setattr__(self, "_console", None)
+
+    def _get(self):
+        if self._console is None:
+            from gtd.terminal_text import SafeConsole
+
+            object.__setattr__(self, "_console", SafeConsole(**self._settings))
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._get(), name, value)
+
+
+stdout = LazyConsole(soft_wrap=True)
+stderr = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _trust_filter(path, values):
+    """The project trust filter, imported only when a load is not answered from the config cache."""
+    from gtd.escalation.trust import filter_untrusted_project
+
+    return filter_untrusted_project(path, values)
+
+
+def _trust_inputs():
+    from gtd.paths import user_state_dir
+
+    return [user_state_dir() / "trust.json"]  # escalation/trust.py TRUST_FILE: what the filter reads
+
+
+_trust_filter.cache_inputs = _trust_inputs
 
 
 def load(options: RunOptions) -> LoadedConfig:
     """The effective config, with untrusted loosening from the project file dropped (and said so)."""
-    from gtd.escalation.trust import filter_untrusted_project
+    from gtd.config.loader import load_config
+    from gtd.paths import config_cache_dir
 
-    loaded = load_config(options.cwd(), options.config_flags(), project_filter=filter_untrusted_project)
+    loaded = load_config(options.cwd(), options.config_flags(), project_filter=_trust_filter,
+                         cache_dir=config_cache_dir())
     for warning in loaded.warnings:
         stderr.print(f"[yellow]warning:[/yellow] {markup(warning)}", highlight=False)
     return loaded

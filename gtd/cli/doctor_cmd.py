@@ -7,7 +7,6 @@ import shutil
 import sys
 
 import typer
-from rich.table import Table
 
 from gtd.cli import options as opt
 from gtd.cli.context import stdout
@@ -56,6 +55,8 @@ def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> No
     if json_out:
         stdout.print_json(json.dumps({"ok": not failed, "checks": checks}))
     else:
+        from rich.table import Table
+
         table = Table(box=None, show_header=False)
         table.add_column(no_wrap=True)
         table.add_column(no_wrap=True)

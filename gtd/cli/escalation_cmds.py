@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from gtd.cli import options as opt
 from gtd.cli.context import stderr, stdout
@@ -100,6 +99,8 @@ def audit(
     if json_out:
         stdout.print_json(json.dumps(entries))
         return
+    from rich.table import Table
+
     table = Table(box=None, show_header=True, header_style="bold")
     table.add_column("time", no_wrap=True)
     table.add_column("event", no_wrap=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gtd.config.schema import Level
+from gtd.config.levels import Level
 
 Provider = Annotated[Optional[str], typer.Option("--provider", "-p", help="Agent CLI: auto, scripted, claude, opencode, pi.")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Model for every phase (overrides config).")]

@@ -10,7 +10,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from gtd.cli import options as opt
-from gtd.config.schema import Level, Phase
+from gtd.config.levels import Level, Phase
 from gtd.terminal_text import write
 
 PhaseOpt = Annotated[Optional[Phase], typer.Option("--phase", help="Use this phase's configured level and its own file.")]

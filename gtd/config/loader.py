@@ -6,15 +6,15 @@ Every file is validated on its own first, so an error names the file that has it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from gtd.config.files import read_config_file
 from gtd.config.merge import leaf_keys, merge
-from gtd.config.schema import GtdConfig
-from gtd.config.validation import strip_legacy_keys, validate_layer
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+
+if TYPE_CHECKING:
+    from gtd.config.schema import GtdConfig
 
 ProjectFilter = Callable[[Path, dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
@@ -33,12 +33,35 @@ class ConfigLayer:
         return f"{self.name} ({self.path})" if self.path else self.name
 
 
-@dataclass
 class LoadedConfig:
-    config: GtdConfig
-    layers: list[ConfigLayer]
-    repo_root: Path | None
-    warnings: list[str] = field(default_factory=list)
+    """The effective config and its layers. `values` (plain JSON, camelCase) needs no pydantic; the
+    `config` model is built from them on first use, so commands that only print or hash the config
+    stay fast."""
+
+    def __init__(self, config: GtdConfig | None, layers: list[ConfigLayer], repo_root: Path | None,
+                 warnings: list[str] | None = None, *, values: dict[str, Any] | None = None):
+        if config is None and values is None:
+            raise ValueError("LoadedConfig needs the validated config or its validated values")
+        self._config = config
+        self._values = values
+        self.layers = layers
+        self.repo_root = repo_root
+        self.warnings = warnings if warnings is not None else []
+
+    @property
+    def config(self) -> GtdConfig:
+        if self._config is None:
+            from gtd.config.schema import GtdConfig
+
+            self._config = GtdConfig.model_validate(self._values)
+        return self._config
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The effective config as written on disk (camelCase keys, JSON types, every key)."""
+        if self._values is None:
+            self._values = self.config.model_dump(by_alias=True, mode="json")
+        return self._values
 
     @property
     def files(self) -> list[Path]:
@@ -74,6 +97,9 @@ def find_repo_root(start: Path) -> Path | None:
 
 
 def _file_layer(name: str, path: Path) -> tuple[ConfigLayer, list[str]]:
+    from gtd.config.files import read_config_file
+    from gtd.config.validation import strip_legacy_keys, validate_layer
+
     raw, warnings = strip_legacy_keys(read_config_file(path), str(path))
     return ConfigLayer(name, path, validate_layer(raw, str(path))), warnings
 
@@ -84,19 +110,48 @@ def load_config(
     *,
     project_filter: ProjectFilter | None = None,
     user_file: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> LoadedConfig:
+    """The effective config. With `cache_dir`, a load whose inputs are byte-for-byte the same as an
+    earlier valid one is answered from the cache without pydantic (see config/cache.py); a project
+    filter is then only cached if it names the files it reads (`project_filter.cache_inputs()`)."""
     cwd = Path(cwd or Path.cwd())
     repo_root = find_repo_root(cwd)
+    user_path = user_file or user_config_file()
+    project_path = (repo_root or cwd) / PROJECT_CONFIG_NAME
+    filter_inputs = getattr(project_filter, "cache_inputs", None)
+    if cache_dir is not None and (project_filter is None or filter_inputs is not None):
+        from gtd.config import cache
+
+        inputs = [user_path, project_path, *(filter_inputs() if filter_inputs else [])]
+        identity = {"repo": str(repo_root), "project": str(project_path.resolve()), "flags": flags or {},
+                    "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
+        key = cache.cache_key(inputs, identity)
+        entry = cache.read(cache_dir, key)
+        if entry is not None:
+            layers = [ConfigLayer(name, Path(path) if path else None, values) for name, path, values in entry["layers"]]
+            return LoadedConfig(None, layers, repo_root, list(entry["warnings"]), values=entry["values"])
+        loaded = _load(repo_root, cwd, flags, project_filter, user_path, project_path)
+        cache.write(cache_dir, key, {"layers": [[layer.name, layer.path and str(layer.path), layer.values]
+                                                for layer in loaded.layers],
+                                     "warnings": loaded.warnings, "values": loaded.values})
+        return loaded
+    return _load(repo_root, cwd, flags, project_filter, user_path, project_path)
+
+
+def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, project_filter: ProjectFilter | None,
+          user_path: Path, project_path: Path) -> LoadedConfig:
+    from gtd.config.schema import GtdConfig
+    from gtd.config.validation import validate_layer
+
     layers = [ConfigLayer(DEFAULTS, None, GtdConfig().model_dump(by_alias=True, mode="json"))]
     warnings: list[str] = []
 
-    user_path = user_file or user_config_file()
     if user_path.exists():
         layer, found = _file_layer("user", user_path)
         layers.append(layer)
         warnings += found
 
-    project_path = (repo_root or cwd) / PROJECT_CONFIG_NAME
     if project_path.exists():
         layer, found = _file_layer("project", project_path)
         warnings += found

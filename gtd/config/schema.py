@@ -6,33 +6,12 @@ emits the JSON Schema generated from these models.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-
-class Phase(str, Enum):
-    PLAN = "plan"
-    BUILD = "build"
-    LEARN = "learn"
-
-
-class Level(str, Enum):
-    """Sandbox boundary levels, from tightest to loosest. Each includes the ones below it."""
-
-    READONLY = "readonly"
-    READWRITE = "readwrite"
-    NETWORK = "network"
-    FULL = "full"
-
-    @property
-    def rank(self) -> int:
-        return list(Level).index(self)
-
-    def at_most(self, other: "Level") -> bool:
-        return self.rank <= other.rank
+from gtd.config.levels import Level, Phase  # noqa: F401 - re-exported: the enums live apart so the CLI parses them without pydantic
 
 
 class ConfigModel(BaseModel):

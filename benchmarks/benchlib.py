@@ -1,0 +1,93 @@
+"""Shared by the benchmarks: a hermetic environment for timing gtd, interleaved medians, a ratio table.
+
+Timings are only compared with baselines measured in the same run, interleaved round-robin, so a
+busy shared machine slows both sides alike. Nothing here is a test: no benchmark asserts a time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gtd_command() -> list[str]:
+    """The installed `gtd` entry point next to this interpreter (what a person runs), else `python -m gtd`."""
+    script = Path(sysconfig.get_path("scripts")) / "gtd"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gtd"]
+
+
+def hermetic_env(tmp: Path) -> dict[str, str]:
+    """A fresh HOME and XDG dirs, and byte-code caching on (as on a person's machine): a run that
+    recompiled every module each time would measure the compiler, not gtd."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    home = tmp / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_STATE_HOME=str(home / ".local/state"),
+               XDG_CACHE_HOME=str(home / ".cache"), XDG_DATA_HOME=str(home / ".local/share"),
+               PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+    return env
+
+
+def git_repo(path: Path, env: dict[str, str]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git = ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench"]
+    subprocess.run([*git, "init", "-q", str(path)], check=True, env=env)
+    (path / "README.md").write_text("bench\n")
+    subprocess.run([*git, "-C", str(path), "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "-C", str(path), "commit", "-qm", "init"], check=True, env=env)
+    return path
+
+
+def interleaved(cases: dict[str, Callable[[], object]], runs: int, warmup: int = 2) -> dict[str, float]:
+    """Median milliseconds per case, the cases run round-robin so load drift hits all of them alike."""
+    for _ in range(warmup):
+        for fn in cases.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, fn in cases.items():
+            t = time.perf_counter()
+            fn()
+            samples[name].append((time.perf_counter() - t) * 1000)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def runner(argv: Sequence[str], *, cwd: Path, env: dict[str, str], check: bool = True,
+           extra_env: dict[str, str] | None = None) -> Callable[[], None]:
+    full_env = {**env, **(extra_env or {})}
+
+    def run() -> None:
+        result = subprocess.run(list(argv), cwd=cwd, env=full_env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        if check and result.returncode != 0:
+            raise SystemExit(f"benchmark command failed ({result.returncode}): {' '.join(argv)}\n"
+                             f"{result.stderr.decode(errors='replace')[-2000:]}")
+    return run
+
+
+def table(rows: list[tuple[str, str, str, str, bool | None]]) -> str:
+    """rows: (what, measured, against baseline, target, met) -> an aligned plain-text table."""
+    head = ("what", "measured", "vs baseline", "target", "met")
+    cells = [head] + [(a, b, c, d, "-" if m is None else ("yes" if m else "NO")) for a, b, c, d, m in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def temp_dir(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def cleanup(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

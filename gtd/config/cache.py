@@ -1,0 +1,81 @@
+"""Validated config loads, remembered so the fast commands skip pydantic (issue 13: start-up time).
+
+Building gtd's pydantic models costs more than the whole start-up budget of `gtd config show` or
+`gtd sandbox run`. A load that validated is stored under a key hashed from everything its result
+depends on: the exact bytes of every config file (and of the trust store the project filter reads),
+their paths, the flags, and the bytes of gtd's own config code and pydantic's version. Any change to
+any of them is a different key, so an edited file is always validated again and an invalid config
+can never come back from the cache. Entries live in gtd's state directory, which the sandbox
+cannot write; a damaged entry is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+MAX_ENTRIES = 64
+
+# gtd's own modules whose code decides what a config file validates to.
+_CODE = ("config/schema.py", "config/levels.py", "config/validation.py", "config/loader.py", "config/merge.py",
+         "config/files.py", "config/cache.py", "escalation/trust.py")
+
+
+def _code_fingerprint(digest: "hashlib._Hash") -> None:
+    package = Path(__file__).resolve().parent.parent
+    for name in _CODE:
+        _add_file(digest, package / name)
+    spec = importlib.util.find_spec("pydantic")
+    if spec is not None and spec.origin:
+        _add_file(digest, Path(spec.origin).parent / "version.py")
+
+
+def _add_file(digest: "hashlib._Hash", path: Path) -> None:
+    digest.update(str(path).encode() + b"\0")
+    try:
+        digest.update(path.read_bytes())
+    except OSError:
+        digest.update(b"<absent>")
+    digest.update(b"\0")
+
+
+def cache_key(files: Iterable[Path], extra: Any) -> str:
+    """sha256 over gtd's config code, each file's path and exact bytes (or absence), and `extra` (JSON)."""
+    digest = hashlib.sha256()
+    _code_fingerprint(digest)
+    for path in files:
+        _add_file(digest, path)
+    digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def read(directory: Path, key: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads((directory / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == key else None
+
+
+def write(directory: Path, key: str, entry: dict[str, Any]) -> None:
+    """Atomically store an entry (best effort: a read-only or full disk only costs speed)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".cfg.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({**entry, "key": key}, out)
+        os.replace(tmp, directory / f"{key}.json")
+        _prune(directory)
+    except OSError:
+        pass
+
+
+def _prune(directory: Path) -> None:
+    entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    for stale in entries[:-MAX_ENTRIES]:
+        stale.unlink(missing_ok=True)

@@ -1,0 +1,68 @@
+"""The commands people run most start without the heavy libraries (issue 13).
+
+Timing is measured in benchmarks/bench_startup.py; these tests pin the structural reason it is fast:
+which modules a command imports. A new command module that imports rich, pydantic or the sandbox at
+its top level fails here instead of silently slowing every `gtd --help` and every Tab press.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pydantic", "rich", "tomlkit", "filelock", "gtd.sandbox", "gtd.providers", "gtd.workflow", "gtd.escalation")
+
+PROBE = """
+import json, os, sys
+from gtd.cli.app import main
+sys.argv[0] = "gtd"  # the program name decides the completion variable (_GTD_COMPLETE)
+try:
+    main()
+except SystemExit:
+    pass
+heavy = json.loads(os.environ["PROBE_HEAVY"])
+sys.stderr.write("\\nPROBE:" + json.dumps(sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + ".")})))
+"""
+
+
+def probe(args: list[str], cwd, env: dict | None = None) -> tuple[list[str], str]:
+    """Run gtd's entry point with args; the heavy modules it imported, and its stdout."""
+    full_env = {**os.environ, "PROBE_HEAVY": json.dumps(HEAVY), **(env or {})}
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True,
+                            env=full_env, stdin=subprocess.DEVNULL)
+    assert "PROBE:" in result.stderr, result.stderr
+    heavy = json.loads(result.stderr.rsplit("PROBE:", 1)[1])
+    if "pydantic" in heavy and "rich" not in heavy:
+        import typer
+
+        assert typer.__version__ < "0.28", (f"typer {typer.__version__} coerces every parameter through pydantic: "
+                                            "pyproject.toml pins typer<0.28; reinstall with pip install -e '.[test]'")
+    return heavy, result.stdout
+
+
+def imported_heavy(args: list[str], cwd, env: dict | None = None) -> list[str]:
+    return probe(args, cwd, env)[0]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["sandbox", "--help"], ["config", "show", "--help"], ["--version"]])
+def test_help_imports_nothing_heavy(repo, args):
+    assert imported_heavy(args, repo) == []
+
+
+def test_bash_completion_imports_nothing_heavy(repo):
+    env = {"_GTD_COMPLETE": "complete_bash", "COMP_WORDS": "gtd sa", "COMP_CWORD": "1"}
+    heavy, out = probe([], repo, env)
+    assert heavy == []
+    assert "sandbox" in out.split()
+
+
+@pytest.mark.parametrize("args", [["config", "show"], ["config", "show", "--json", "--origin"]])
+def test_config_show_from_the_cache_imports_nothing_heavy(repo, args):
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
+    first = imported_heavy(args, repo)
+    assert "pydantic" in first  # validated once
+    assert imported_heavy(args, repo) == []

@@ -1,0 +1,101 @@
+"""The validated-config cache (config/cache.py): fast loads that can never return a stale or invalid config."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from gtd.cli.context import _trust_inputs
+from gtd.escalation.trust import TrustStore
+from gtd.paths import config_cache_dir
+from support import run_gtd
+
+def _load_in_fresh_process(repo) -> dict:
+    """Values and whether pydantic was needed, from a new interpreter (as the CLI would)."""
+    code = ("import json, sys\nfrom gtd.cli.context import load\nfrom gtd.cli.options import RunOptions\n"
+            "loaded = load(RunOptions())\n"
+            "print(json.dumps({'values': loaded.values, 'warnings': loaded.warnings, 'pydantic': 'pydantic' in sys.modules}))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, env=os.environ.copy())
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_second_load_of_unchanged_files_needs_no_pydantic(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
+    first = _load_in_fresh_process(repo)
+    second = _load_in_fresh_process(repo)
+    assert first["pydantic"] is True  # validated the first time
+    assert second["pydantic"] is False  # answered from the cache
+    assert second["values"] == first["values"] and second["values"]["testCommand"] == "make check"
+
+
+def test_an_edit_is_seen_even_with_the_same_size_and_mtime(repo):
+    config = repo / ".gtdrc.json"
+    config.write_text(json.dumps({"testRetries": 1}))
+    assert _load_in_fresh_process(repo)["values"]["testRetries"] == 1
+    stat = config.stat()
+    config.write_text(json.dumps({"testRetries": 7}))  # same length
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _load_in_fresh_process(repo)["values"]["testRetries"] == 7
+
+
+def test_a_config_made_invalid_after_a_cached_load_is_refused(repo):
+    config = repo / ".gtdrc.json"
+    config.write_text(json.dumps({"testRetries": 1}))
+    assert run_gtd("config", "show", cwd=repo).returncode == 0
+    assert run_gtd("config", "show", cwd=repo).returncode == 0  # now cached
+    config.write_text(json.dumps({"testRetries": -1}))
+    result = run_gtd("config", "show", cwd=repo)
+    assert result.returncode == 2
+    assert ".gtdrc.json" in result.stderr and "testRetries" in result.stderr
+    config.write_text(json.dumps({"testRetries": 1}))  # back to the cached content: fine again
+    assert run_gtd("config", "show", cwd=repo).returncode == 0
+
+
+def test_user_config_changes_are_seen(repo, isolated_home):
+    user = isolated_home / ".config" / "gtd" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("planRetries = 5\n")
+    assert _load_in_fresh_process(repo)["values"]["planRetries"] == 5
+    user.write_text("planRetries = 6\n")
+    assert _load_in_fresh_process(repo)["values"]["planRetries"] == 6
+    user.write_text("planRetries = 'many'\n")
+    result = run_gtd("config", "show", cwd=repo)
+    assert result.returncode == 2 and "planRetries" in result.stderr
+
+
+def test_trusting_or_revoking_the_project_file_is_seen(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"sandbox": {"phases": {"build": "network"}}}))
+    untrusted = _load_in_fresh_process(repo)
+    assert untrusted["values"]["sandbox"]["phases"]["build"] == "readwrite"
+    assert any("not trusted" in w for w in untrusted["warnings"])
+    again = _load_in_fresh_process(repo)  # from the cache: the warning is still said
+    assert again["pydantic"] is False and again["warnings"] == untrusted["warnings"]
+    assert run_gtd("trust", cwd=repo).returncode == 0
+    assert _load_in_fresh_process(repo)["values"]["sandbox"]["phases"]["build"] == "network"
+    assert run_gtd("trust", "--revoke", cwd=repo).returncode == 0
+    assert _load_in_fresh_process(repo)["values"]["sandbox"]["phases"]["build"] == "readwrite"
+
+
+def test_legacy_key_warning_is_repeated_from_the_cache(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"agentForbiddenTools": ["Bash"]}))
+    for _ in range(2):
+        result = run_gtd("config", "show", cwd=repo)
+        assert result.returncode == 0 and "agentForbiddenTools" in result.stderr
+
+
+def test_a_damaged_cache_entry_is_a_miss(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"testRetries": 4}))
+    assert _load_in_fresh_process(repo)["values"]["testRetries"] == 4
+    entries = list(config_cache_dir().glob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_text('{"key": "forged", "values": {"testRetries": 99}}')
+    reloaded = _load_in_fresh_process(repo)
+    assert reloaded["values"]["testRetries"] == 4 and reloaded["pydantic"] is True
+
+
+def test_the_cache_keys_on_the_file_the_trust_filter_reads():
+    assert _trust_inputs() == [TrustStore().path]
