@@ -83,6 +83,12 @@ def explain(
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
         write("network: only the model API, through gtd's filtering proxy\n")
+    limits = data["limits"]
+    write("limits (each sandboxed command; sandbox.limits):\n")
+    for key in ("processes", "memory"):
+        how = limits["enforcedBy"][key]
+        write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
+    write(f"landlock: {data['landlock']}\n")
 
 
 def _explain_caches(policy, write) -> None:

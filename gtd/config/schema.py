@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from gtd.config.levels import Level, Phase  # noqa: F401 - re-exported: the enums live apart so the CLI parses them without pydantic
@@ -92,10 +92,28 @@ class PhaseLevels(ConfigModel):
         return getattr(self, phase.value)
 
 
+class ResourceLimitsConfig(ConfigModel):
+    """What one sandboxed command (the agent, a test run) may use at most. Far above a real build."""
+
+    processes: int = Field(8192, ge=0, description="Processes and threads at once (cgroup pids.max, else RLIMIT_NPROC); 0 = no limit.")
+    memory: str | int = Field(
+        "80%", description="Memory: `8G`, `512M`, `80%` of RAM, or bytes (cgroup memory limit, else RLIMIT_DATA per process); `none` or 0 = no limit."
+    )
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_size(cls, value):
+        from gtd.sandbox.limits import parse_memory
+
+        parse_memory(value)  # raises ValueError with the accepted spellings
+        return value
+
+
 class SandboxConfig(ConfigModel):
     enabled: bool = Field(True, description="Run every agent and test command in the OS sandbox. If it cannot start, gtd stops.")
     phases: PhaseLevels = Field(default_factory=PhaseLevels)
     levels: LevelsRules = Field(default_factory=LevelsRules)
+    limits: ResourceLimitsConfig = Field(default_factory=ResourceLimitsConfig)
 
 
 class PhaseModels(ConfigModel):

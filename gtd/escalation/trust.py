@@ -117,7 +117,26 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
             for item in rules.get(key) or []:
                 if item not in default_values:
                     found.append(entry(f"sandbox.levels.{level}.{key}", item))
+    for key, value in (sandbox.get("limits") or {}).items():
+        if _raises_limit(key, value):
+            found.append(entry(f"sandbox.limits.{key}", value))
     return found
+
+
+def _raises_limit(key: str, value: Any) -> bool:
+    """A resource limit above the default, or off (`0`/`none`). Invalid values are left to validation."""
+    from gtd.sandbox.limits import parse_memory
+
+    default = getattr(GtdConfig().sandbox.limits, key, None)
+    try:
+        if key == "processes":
+            return isinstance(value, int) and (value == 0 or value > default)
+        if key == "memory":
+            limit = parse_memory(value)
+            return limit is None or limit > parse_memory(default)
+    except (TypeError, ValueError):
+        pass
+    return False
 
 
 def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> dict[str, Any]:
@@ -140,6 +159,10 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
                 default_values = getattr(getattr(defaults.levels, level), field)
                 rules[key] = [item for item in rules[key] if item in default_values
                               or entry(f"sandbox.levels.{level}.{key}", item) in keep]
+    limits = sandbox.get("limits") or {}
+    for key, value in list(limits.items()):
+        if _raises_limit(key, value) and entry(f"sandbox.limits.{key}", value) not in keep:
+            del limits[key]
     return kept
 
 

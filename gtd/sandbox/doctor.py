@@ -50,6 +50,7 @@ def sandbox_checks() -> list[dict]:
     except Exception as exc:  # noqa: BLE001 - any failure here is the finding
         checks.append(_check("seccomp (libseccomp)", False, str(exc), "install libseccomp (`apt-get install libseccomp2`) and the pyseccomp package"))
 
+    checks += _kernel_layer_checks()
     if bwrap:
         checks.append(_smoke_test())
         checks.append(_caches_check())
@@ -66,6 +67,24 @@ def _caches_check() -> dict:
     return _check("package caches", True,
                   f"overlays unavailable ({detail}): each project gets its own pip/npm/uv/go/... cache instead of "
                   "reading yours; cargo, gradle and maven caches stay read-only inside the sandbox")
+
+
+def _kernel_layer_checks() -> list[dict]:
+    """Landlock and resource limits: gtd runs without them (they are a second layer), so never required."""
+    from gtd.sandbox.kernel import status
+
+    found = status()
+    landlock = _check("Landlock", bool(found["landlockAbi"]), found["landlock"],
+                      "Linux 5.13+ with Landlock enabled (CONFIG_SECURITY_LANDLOCK, `lsm=...,landlock` on the kernel command line)")
+    cgroups = found["cgroups"]
+    detail = "; ".join(f"{c}: {where}" for c, where in cgroups.items()) or "no writable cgroup"
+    missing = [c for c in ("pids", "memory") if c not in cgroups]
+    if missing:
+        detail += f" ({', '.join(missing)} limited by rlimits inside the sandbox: per process for memory)"
+    limits = _check("resource limits", True, detail)
+    for check in (landlock, limits):
+        check["required"] = False
+    return [landlock, limits]
 
 
 def _smoke_test() -> dict:

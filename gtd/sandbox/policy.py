@@ -20,6 +20,7 @@ from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
+from gtd.sandbox.limits import ResourceLimits
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
 
 # Always hidden, on top of config's DEFAULT_DENY_READ: more credential stores, shell/REPL histories
@@ -66,6 +67,8 @@ class SandboxPolicy:
     git_state: GitState | None = field(default=None, compare=False, repr=False)
     # Package caches made writable through a per-project copy-on-write layer (readwrite and above).
     caches: tuple[ToolCache, ...] = ()
+    # Processes and memory one sandboxed command may use (sandbox/limits.py); none unless configured.
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
 
     @property
     def unrestricted(self) -> bool:
@@ -103,7 +106,17 @@ class SandboxPolicy:
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
             "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
+            "limits": self.limits.to_dict(),
+            "landlock": _landlock_status(),
         }
+
+
+def _landlock_status() -> str:
+    if sys.platform != "linux":
+        return "not used on this platform"
+    from gtd.sandbox.kernel import status
+
+    return status()["landlock"]
 
 
 def _resolve(raw: str | Path, *, workspace: Path, home: Path) -> Path:
@@ -225,4 +238,5 @@ def build_policy(
         create_dirs=_unique(create_dirs),
         git_state=git_state,
         caches=caches,
+        limits=ResourceLimits.from_config(config.sandbox.limits),
     )

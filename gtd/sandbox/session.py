@@ -80,6 +80,8 @@ class SandboxSession:
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
         self._relays: list = []  # stdio pumps (sandbox/stdio.py), drained before close() returns
         self._caches = None  # the package-cache layer (caches.py), Linux only
+        self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
+        self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
 
@@ -106,6 +108,9 @@ class SandboxSession:
                 from gtd.sandbox.caches import CacheLayer
 
                 self._caches = CacheLayer(self.policy.caches, self.policy.workspace).start()
+                from gtd.sandbox.kernel import KernelLayers
+
+                self._layers = KernelLayers.for_policy(self.policy)
             self._prepare_paths()
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
@@ -129,6 +134,9 @@ class SandboxSession:
         self._relays.clear()
         if self._caches is not None:
             self._caches.close()
+        for cgroup in self._cgroups:
+            cgroup.remove()
+        self._cgroups.clear()
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
@@ -299,8 +307,11 @@ class SandboxSession:
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
             "--block-fd", str(block_r),
-            "--", *argv,
+            "--", *self._layers.prefix(policy), *argv,
         ]
+        cgroup = self._layers.cgroup()
+        if cgroup is not None:
+            self._cgroups.append(cgroup)
         relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
         if self._caches is not None:
             args = self._caches.wrap(args)
@@ -326,6 +337,8 @@ class SandboxSession:
                 raise SandboxUnavailable(
                     f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
                 )
+            if cgroup is not None:  # before the command runs, so everything it starts is counted
+                cgroup.attach(proc.pid, int(info["child-pid"]))
             try:
                 self._inits.append(os.pidfd_open(int(info["child-pid"])))
             except OSError:

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,234 @@ def test_which_streams_are_relayed(tmp_path):
     finally:
         for fd in (r, w, named, regular, null):
             os.close(fd)
+
+
+# -- host special files (Landlock) -------------------------------------------------------------
+
+needs_landlock = pytest.mark.skipif(not __import__("gtd.sandbox.landlock").sandbox.landlock.abi_version(),
+                                    reason="this kernel has no Landlock")
+
+
+@pytest.fixture
+def outside_tmp():
+    """A host directory outside /tmp (the sandbox's private /tmp is writable as a whole, and every
+    mount under it with it: see README, residual risks)."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="gtd-kernel-", dir="/var/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def var_repo(outside_tmp):
+    from sandbox_support import git
+
+    r = outside_tmp / "repo"
+    r.mkdir()
+    git("init", "-q", cwd=r)
+    (r / "README.md").write_text("hello\n")
+    return r
+
+
+def _fifo_with_reader(path: Path) -> int:
+    os.mkfifo(path)
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a host reader: a writer's open succeeds
+
+
+def _drain(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except BlockingIOError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+@needs_landlock
+@pytest.mark.parametrize("level", [Level.READONLY, Level.READWRITE])
+def test_host_fifo_outside_the_writable_paths_cannot_be_written(sandbox, repo, outside_tmp, level):
+    reader = _fifo_with_reader(outside_tmp / "fifo")
+    s = sandbox(level)
+    r = sh(s, f"echo LEAKED > {outside_tmp}/fifo; echo rc=$?", repo)
+    assert _drain(reader) == b"", r.out + r.err
+    assert "Permission denied" in r.err
+
+
+@needs_landlock
+def test_fifo_in_a_read_only_workspace_cannot_be_written(sandbox, var_repo):
+    from gtd.config.schema import Phase
+
+    reader = _fifo_with_reader(var_repo / "notes.fifo")
+    s = sandbox(Level.READONLY, phase=Phase.PLAN, workspace=var_repo)
+    r = sh(s, "echo LEAKED > notes.fifo; echo '# plan' > TODO.md; cat TODO.md", var_repo)
+    assert _drain(reader) == b"", r.out + r.err
+    assert r.out.strip() == "# plan"  # the phase's own file is still written in place
+
+
+@needs_landlock
+def test_writable_paths_stay_writable_and_protected_ones_refused_under_landlock(sandbox, var_repo):
+    reader = _fifo_with_reader(var_repo / "own.fifo")
+    s = sandbox(Level.READWRITE, workspace=var_repo)
+    r = sh(s, "set -e; echo ok > new.txt; mkdir -p a/b; mv new.txt a/b/; ln -s a/b/new.txt link; : > a/b/new.txt;"
+              " echo t > /tmp/t; mkfifo /tmp/f; echo data > own.fifo;"
+              " (echo x > .git/hooks/pre-commit) 2>/dev/null || echo hooks-refused;"
+              " (echo x > .git/config) 2>/dev/null || echo config-refused; echo done", var_repo)
+    assert r.out.split() == ["hooks-refused", "config-refused", "done"], r.out + r.err
+    assert _drain(reader) == b"data\n"  # a FIFO inside a writable path is the workspace's own
+    assert (var_repo / "a/b/new.txt").exists() and not (var_repo / ".git/hooks/pre-commit").exists()
+
+
+@needs_landlock
+def test_the_terminal_stays_writable_through_dev_stdout(sandbox, repo):
+    import pty
+
+    s = sandbox(Level.READONLY)
+    leader, follower = pty.openpty()
+    try:
+        proc = s.popen(["/bin/sh", "-c", "echo via-dev-stdout > /dev/stdout; echo rc=$?"], cwd=repo,
+                       stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.STDOUT)
+        os.close(follower)
+        proc.wait(timeout=30)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+    assert b"via-dev-stdout" in out and b"rc=0" in out, out
+
+
+# -- resource limits ---------------------------------------------------------------------------
+
+def _limited(processes: int = 0, memory: str = "none"):
+    from gtd.config.schema import GtdConfig
+
+    return GtdConfig.model_validate({"sandbox": {"limits": {"processes": processes, "memory": memory}}})
+
+
+FORK_BOMB = (
+    "import os, signal, time\n"
+    "n = 0\n"
+    "try:\n"
+    "    while n < 5000:\n"
+    "        if os.fork() == 0:\n"
+    "            time.sleep(60); os._exit(0)\n"
+    "        n += 1\n"
+    "except OSError as e:\n"
+    "    print('stopped at', n, e.errno, flush=True)\n"
+    "else:\n"
+    "    print('UNBOUNDED', n, flush=True)\n"
+    "os.killpg(0, signal.SIGKILL)\n"
+)
+
+
+def _pids_enforced() -> bool:
+    from gtd.sandbox.limits import cgroup_support
+
+    return "pids" in cgroup_support() or os.geteuid() != 0  # RLIMIT_NPROC does not bind host root
+
+
+@pytest.mark.skipif(not _pids_enforced(), reason="root without a writable pids cgroup: no process limit applies")
+def test_a_fork_bomb_stops_at_the_configured_process_limit(sandbox, repo):
+    s = sandbox(Level.READWRITE, config=_limited(processes=64))
+    r = py(s, FORK_BOMB, repo, timeout=120)
+    assert r.out.startswith("stopped at"), r.out + r.err
+    assert int(r.out.split()[2]) < 64
+
+
+MEMORY_HOG = "b = bytearray(1 << 30)\nprint('ALLOCATED', len(b))\n"
+
+
+def test_a_memory_hog_over_the_configured_limit_is_stopped(sandbox, repo):
+    s = sandbox(Level.READWRITE, config=_limited(memory="256M"))
+    r = py(s, MEMORY_HOG, repo, timeout=120)
+    assert "ALLOCATED" not in r.out and r.returncode != 0, r.out + r.err
+
+
+def test_without_cgroups_rlimits_still_stop_a_memory_hog(sandbox, repo, monkeypatch):
+    import gtd.sandbox.kernel as kernel
+
+    monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
+    s = sandbox(Level.READWRITE, config=_limited(memory="256M"))
+    r = py(s, MEMORY_HOG, repo, timeout=120)
+    assert "MemoryError" in r.err and "ALLOCATED" not in r.out, r.out + r.err
+
+
+SPREAD_HOG = (
+    "import os, time\n"
+    "kids = []\n"
+    "for _ in range(4):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        b = bytearray(150 << 20)\n"  # 150 MiB each, touched: under any per-process limit
+    "        time.sleep(2)\n"  # all four resident at once
+    "        os._exit(0)\n"
+    "    kids.append(pid)\n"
+    "print([os.waitpid(k, 0)[1] for k in kids])\n"
+)
+
+
+@pytest.mark.skipif("memory" not in __import__("gtd.sandbox.limits").sandbox.limits.cgroup_support(),
+                    reason="no writable memory cgroup here: memory is limited per process only")
+def test_the_memory_limit_holds_for_the_whole_process_tree(sandbox, repo):
+    s = sandbox(Level.READWRITE, config=_limited(memory="256M"))
+    r = py(s, SPREAD_HOG, repo, timeout=120)
+    statuses = eval(r.out.strip()) if r.out.strip() else []
+    assert r.returncode != 0 or any(st != 0 for st in statuses), r.out + r.err
+
+
+def test_a_real_workload_runs_under_the_default_limits(sandbox, repo):
+    s = sandbox(Level.READWRITE)  # defaults: 8192 processes, 80% of RAM
+    r = sh(s, "for i in $(seq 200); do sleep 2 & done; " + f"{sys.executable} -c 'b = bytearray(512 << 20); print(len(b))'; wait; echo done", repo, timeout=120)
+    assert r.out.split() == [str(512 << 20), "done"], r.out + r.err
+
+
+def test_explain_shows_the_limits(repo):
+    (repo / ".gtdrc.json").write_text('{"provider": "scripted", "sandbox": {"limits": {"processes": 500, "memory": "2G"}}}')
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "explain", "--level", "readwrite", "--json"], cwd=repo,
+                       capture_output=True, text=True, timeout=60)
+    limits = json.loads(r.stdout)["limits"]
+    assert limits["processes"] == 500 and limits["memory"] == "2G", limits
+    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "explain", "--level", "readwrite"], cwd=repo,
+                       capture_output=True, text=True, timeout=60)
+    assert "processes: 500" in r.stdout and "memory: 2G" in r.stdout, r.stdout
+
+
+def test_a_bad_memory_limit_is_a_config_error_naming_the_key(repo):
+    (repo / ".gtdrc.json").write_text('{"sandbox": {"limits": {"memory": "lots"}}}')
+    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "explain"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "sandbox.limits.memory" in r.stderr, r.stderr
+
+
+def test_an_untrusted_project_cannot_raise_or_remove_the_limits(repo):
+    from gtd.config.loader import load_config
+    from gtd.escalation.trust import filter_untrusted_project, loosening_entries
+
+    raised = {"sandbox": {"limits": {"processes": 0, "memory": "none"}}}
+    assert loosening_entries(raised) == ["sandbox.limits.processes: 0", "sandbox.limits.memory: none"]
+    assert loosening_entries({"sandbox": {"limits": {"processes": 100, "memory": "1G"}}}) == []  # tightening
+    (repo / ".gtdrc.json").write_text('{"sandbox": {"limits": {"processes": 0, "memory": "64M"}}}')
+    limits = load_config(repo, project_filter=filter_untrusted_project).config.sandbox.limits
+    assert limits.processes == 8192 and limits.memory == "64M"  # the raise is dropped, the tightening kept
+
+
+def test_doctor_reports_landlock_and_the_limits():
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "gtd", "doctor", "--json"], capture_output=True, text=True, timeout=120)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    from gtd.sandbox.landlock import abi_version
+
+    abi = abi_version()
+    assert checks["Landlock"]["ok"] is bool(abi) and checks["Landlock"]["required"] is False
+    assert (f"ABI {abi}" in checks["Landlock"]["detail"]) if abi else "not available" in checks["Landlock"]["detail"]
+    assert "resource limits" in checks

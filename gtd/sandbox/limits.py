@@ -1,0 +1,206 @@
+"""Resource limits for one sandboxed command: how many processes it may run and how much memory it may use.
+
+Why: without them a fork bomb or a runaway allocation inside the sandbox takes the whole machine
+down with it. The defaults (`ResourceLimits.DEFAULT_*`) are far above what a real build uses.
+
+How, per resource, the first that works here:
+1. a cgroup gtd may write (cgroup v2 delegated to the user, or a writable cgroup v1 hierarchy when
+   gtd runs as root): the command's whole process tree shares one `pids.max` / memory limit, and the
+   kernel's OOM killer stops the tree's largest process, not some other process on the host;
+2. rlimits set inside the sandbox by the launcher (sandbox/launch.py): RLIMIT_NPROC, counted per user
+   namespace so only the sandbox's tasks count (host root is exempt from it), and RLIMIT_DATA per
+   process (not RLIMIT_AS, which breaks runtimes that reserve address space up front).
+Nothing is assumed: cgroup support is detected from /proc/self/cgroup and /proc/self/mountinfo.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MEMORY_SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|%)?\s*$", re.IGNORECASE)
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+OFF = ("0", "none", "off", "unlimited")
+_counter = itertools.count()
+
+
+def parse_memory(spec: str | int | None) -> int | None:
+    """`8G`, `512MiB`, `75%` (of this machine's RAM), bytes as an int; `0`/`none`/`off` -> None (no limit)."""
+    if spec is None:
+        return None
+    if isinstance(spec, int):
+        if spec < 0:
+            raise ValueError(f"{spec}: a memory size cannot be negative (use none for no limit)")
+        return spec or None
+    text = spec.strip().lower()
+    if text in OFF:
+        return None
+    m = MEMORY_SPEC.match(text)
+    if not m:
+        raise ValueError(f"{spec!r} is not a memory size: use e.g. 8G, 512M, 75% (of RAM) or none")
+    number, unit = float(m.group(1)), (m.group(2) or "").rstrip("b").rstrip("i")
+    if m.group(2) == "%":
+        if not 0 < number <= 100:
+            raise ValueError(f"{spec!r}: a share of RAM is between 0% and 100%")
+        return int(total_memory() * number / 100)
+    return int(number * UNITS[unit]) or None
+
+
+def total_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def human(n: int) -> str:
+    for unit in ("T", "G", "M", "K"):
+        if n >= UNITS[unit.lower()]:
+            return f"{n / UNITS[unit.lower()]:.1f}".rstrip("0").rstrip(".") + unit
+    return str(n)
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """What one sandboxed command may use; None = no limit."""
+
+    processes: int | None = None
+    memory: int | None = None  # bytes
+
+    @classmethod
+    def from_config(cls, limits) -> "ResourceLimits":
+        return cls(processes=limits.processes or None, memory=parse_memory(limits.memory))
+
+    def to_dict(self) -> dict:
+        found = cgroup_support()
+        return {
+            "processes": self.processes or "no limit",
+            "memory": human(self.memory) if self.memory else "no limit",
+            "enforcedBy": {
+                "processes": _mechanism("pids", found, "RLIMIT_NPROC (per sandbox; not for host root)") if self.processes else None,
+                "memory": _mechanism("memory", found, "RLIMIT_DATA (per process)") if self.memory else None,
+            },
+        }
+
+
+def _mechanism(controller: str, found: dict, fallback: str) -> str:
+    where = found.get(controller)
+    return f"cgroup {where[0]} ({where[1]})" if where else fallback
+
+
+# -- cgroups -----------------------------------------------------------------------------------
+
+def _mounts() -> list[tuple[str, str, set[str]]]:
+    """(mount point, fs type, super options) of every cgroup mount."""
+    found = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if len(rest) >= 3 and rest[0] in ("cgroup", "cgroup2"):
+            found.append((fields[4].replace("\\040", " "), rest[0], set(rest[2].split(","))))
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    """hierarchy key ('' for v2, else the v1 controller list) -> this process's path in it."""
+    own = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                own[c] = path
+    except (OSError, ValueError):
+        pass
+    return own
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def cgroup_support() -> dict[str, tuple[str, Path]]:
+    """controller ('pids' / 'memory') -> ('v2' | 'v1', the directory gtd creates its cgroups in)."""
+    own, found = _own_cgroups(), {}
+    for mount, fstype, options in _mounts():
+        if fstype == "cgroup2" and "" in own:
+            here = Path(mount + own[""]).resolve()
+            # Delegated: our cgroup (or its parent, as systemd does for a user's apps) enables the
+            # controllers for its children and we may create children there.
+            for parent in (here, here.parent):
+                enabled = _read(parent / "cgroup.subtree_control").split()
+                if str(parent).startswith(mount) and os.access(parent, os.W_OK):
+                    for c in ("pids", "memory"):
+                        if c in enabled and c not in found:
+                            found[c] = ("v2", parent)
+        elif fstype == "cgroup":
+            for c in ("pids", "memory"):
+                if c in options and c in own and c not in found:
+                    here = Path(mount + own[c])
+                    if here.is_dir() and os.access(here, os.W_OK):
+                        found[c] = ("v1", here)
+    return found
+
+
+class CgroupLimit:
+    """The cgroup(s) one sandboxed command runs in, created before it starts, removed after it ends."""
+
+    def __init__(self, limits: ResourceLimits, support: dict[str, tuple[str, Path]]):
+        self.dirs: list[Path] = []
+        self.covered: set[str] = set()
+        name = f"gtd-{os.getpid()}-{next(_counter)}"
+        wanted = {"pids": limits.processes, "memory": limits.memory}
+        by_dir: dict[Path, list[tuple[str, str, int]]] = {}
+        for controller, value in wanted.items():
+            if value and controller in support:
+                version, parent = support[controller]
+                by_dir.setdefault(parent / name, []).append((controller, version, value))
+        for path, settings in by_dir.items():
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            self.dirs.append(path)
+            for controller, version, value in settings:
+                files = {"pids": ["pids.max"], "memory": ["memory.max"] if version == "v2" else ["memory.limit_in_bytes"]}[controller]
+                try:
+                    for f in files:
+                        (path / f).write_text(str(value))
+                    self.covered.add(controller)
+                except OSError:
+                    pass
+
+    def attach(self, *pids: int) -> None:
+        """Move the sandbox's processes in (before the command runs: everything it starts follows)."""
+        for path in self.dirs:
+            for pid in pids:
+                try:
+                    (path / "cgroup.procs").write_text(str(pid))
+                except OSError:
+                    pass
+
+    def remove(self) -> None:
+        for path in self.dirs:
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # still has a zombie being reaped; an empty cgroup costs nothing
+        self.dirs.clear()
+
+
+def launcher_args(limits: ResourceLimits) -> list[str]:
+    """The rlimits the in-sandbox launcher sets. Always, even under a cgroup: they are the floor that
+    holds if moving the sandbox into its cgroup fails, and with the same values they never bind first
+    on a whole tree (RLIMIT_DATA is per process, a cgroup's memory limit is for all of them)."""
+    args = []
+    if limits.processes:
+        args += ["--nproc", str(limits.processes)]
+    if limits.memory:
+        args += ["--data", str(limits.memory)]
+    return args
