@@ -20,6 +20,7 @@ from typing import Callable
 
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
+from gtd.sandbox.relay import copy as _copy, pump as _pump  # the byte-moving half: splice on Linux
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
@@ -351,29 +352,3 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
             raise ValueError("connection closed mid-handshake")
         buf += chunk
     return buf
-
-
-def _pump(a: socket.socket, b: socket.socket) -> None:
-    """Copy both directions until both are closed; a half-close is passed on."""
-    other = threading.Thread(target=_copy, args=(b, a), daemon=True, name="gtd-proxy-pump")
-    other.start()
-    _copy(a, b)
-    other.join()
-
-
-def _copy(src: socket.socket, dst: socket.socket) -> None:
-    buf = bytearray(BUFSIZE)
-    view = memoryview(buf)
-    try:
-        while True:
-            n = src.recv_into(buf)
-            if not n:
-                break
-            dst.sendall(view[:n])
-    except OSError:
-        pass
-    finally:
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
