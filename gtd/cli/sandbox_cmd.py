@@ -80,6 +80,7 @@ def explain(
         write(f"{title}:{'' if items else ' (none)'}\n")
         for item in items:
             write(f"  {item}\n")
+    _explain_registries(policy, write)
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
         write("network: only the model API, through gtd's filtering proxy\n")
@@ -89,6 +90,17 @@ def explain(
         how = limits["enforcedBy"][key]
         write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
     write(f"landlock: {data['landlock']}\n")
+
+
+def _explain_registries(policy, write) -> None:
+    """The registries the person's own settings name (reachable at network without a prompt), and whose
+    credentials reach the sandbox."""
+    if policy.registries:
+        write("registries from your own settings (reachable without a prompt):\n")
+        for registry in policy.registries:
+            write(f"  {registry.rule} ({registry.tool}, from {registry.origin})\n")
+    creds = ", ".join(policy.credential_hosts) or "none (sandbox.registryCredentials)"
+    write(f"registry credentials passed in: {creds}\n")
 
 
 def _explain_caches(policy, write) -> None:

@@ -6,9 +6,9 @@ emits the JSON Schema generated from these models.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 from gtd.config.levels import Level, Phase  # noqa: F401 - re-exported: the enums live apart so the CLI parses them without pydantic
@@ -107,6 +107,7 @@ class ResourceLimitsConfig(ConfigModel):
 
         parse_memory(value)  # raises ValueError with the accepted spellings
         return value
+_HOST_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 
 
 class SandboxConfig(ConfigModel):
@@ -114,6 +115,10 @@ class SandboxConfig(ConfigModel):
     phases: PhaseLevels = Field(default_factory=PhaseLevels)
     levels: LevelsRules = Field(default_factory=LevelsRules)
     limits: ResourceLimitsConfig = Field(default_factory=ResourceLimitsConfig)
+    registry_credentials: list[Annotated[str, StringConstraints(pattern=_HOST_NAME, max_length=253)]] = Field(
+        default_factory=list,
+        description="Registry hosts (exact names, e.g. `npm.example.com`) whose credentials reach the sandbox: the "
+                    "user:password in their URLs and their auth lines in ~/.npmrc. Every other credential is left out.")
 
 
 class PhaseModels(ConfigModel):

@@ -120,6 +120,8 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
     for key, value in (sandbox.get("limits") or {}).items():
         if _raises_limit(key, value):
             found.append(entry(f"sandbox.limits.{key}", value))
+    for host in sandbox.get("registryCredentials") or []:  # lets credentials into the sandbox
+        found.append(entry("sandbox.registryCredentials", host))
     return found
 
 
@@ -163,6 +165,9 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
     for key, value in list(limits.items()):
         if _raises_limit(key, value) and entry(f"sandbox.limits.{key}", value) not in keep:
             del limits[key]
+    if "registryCredentials" in sandbox:
+        sandbox["registryCredentials"] = [h for h in sandbox["registryCredentials"] or []
+                                          if entry("sandbox.registryCredentials", h) in keep]
     return kept
 
 

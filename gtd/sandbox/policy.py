@@ -21,6 +21,7 @@ from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.limits import ResourceLimits
+from gtd.sandbox.registries import Registry, user_registries
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
 
 # Always hidden, on top of config's DEFAULT_DENY_READ: more credential stores, shell/REPL histories
@@ -69,6 +70,10 @@ class SandboxPolicy:
     caches: tuple[ToolCache, ...] = ()
     # Processes and memory one sandboxed command may use (sandbox/limits.py); none unless configured.
     limits: ResourceLimits = field(default_factory=ResourceLimits)
+    # Registry hosts the person's own settings name (registries.py): reachable at network without a prompt.
+    registries: tuple[Registry, ...] = ()
+    # Hosts whose registry credentials the person opted in to pass (sandbox.registryCredentials).
+    credential_hosts: tuple[str, ...] = ()
 
     @property
     def unrestricted(self) -> bool:
@@ -78,7 +83,7 @@ class SandboxPolicy:
     @property
     def reachable(self) -> tuple[str, ...]:
         """Every allow rule the proxy applies: the provider's model hosts, then the level's domains."""
-        return tuple(dict.fromkeys(self.model_hosts + self.allow_domains))
+        return tuple(dict.fromkeys(self.model_hosts + self.allow_domains + tuple(r.rule for r in self.registries)))
 
     def to_dict(self) -> dict[str, Any]:
         if self.unrestricted:
@@ -105,6 +110,8 @@ class SandboxPolicy:
             "allowDomains": list(self.allow_domains),
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
+            "registries": [{"host": r.rule, "tool": r.tool, "origin": r.origin} for r in self.registries],
+            "registryCredentials": list(self.credential_hosts),
             "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
             "limits": self.limits.to_dict(),
             "landlock": _landlock_status(),
@@ -221,6 +228,10 @@ def build_policy(
     if not level.at_most(Level.READONLY):
         caches = policy_caches(home, workspace, tuple(deny_read) + tuple(protected))
 
+    registries: tuple[Registry, ...] = ()
+    if not level.at_most(Level.READWRITE):
+        registries = tuple(user_registries(home))
+
     return SandboxPolicy(
         level=level,
         workspace=workspace,
@@ -239,4 +250,6 @@ def build_policy(
         git_state=git_state,
         caches=caches,
         limits=ResourceLimits.from_config(config.sandbox.limits),
+        registries=registries,
+        credential_hosts=_unique(h.lower() for h in config.sandbox.registry_credentials),
     )

@@ -82,6 +82,7 @@ class SandboxSession:
         self._caches = None  # the package-cache layer (caches.py), Linux only
         self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
+        self._tools = None  # the person's registry settings, secrets left out (registries.py)
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
 
@@ -111,6 +112,9 @@ class SandboxSession:
                 from gtd.sandbox.kernel import KernelLayers
 
                 self._layers = KernelLayers.for_policy(self.policy)
+            from gtd.sandbox.registries import ToolSettings
+
+            self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(bind=sys.platform != "darwin")
             self._prepare_paths()
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
@@ -137,6 +141,8 @@ class SandboxSession:
         for cgroup in self._cgroups:
             cgroup.remove()
         self._cgroups.clear()
+        if self._tools is not None:
+            self._tools.close()
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
@@ -229,6 +235,8 @@ class SandboxSession:
         for key in self.policy.env_passthrough:
             if key in os.environ:
                 env[key] = os.environ[key]
+        if self._tools is not None:
+            env.update(self._tools.environment())
         if self._caches is not None:
             env.update(self._caches.environment())
         env.update({k: str(v) for k, v in (extra or {}).items()})
@@ -302,7 +310,7 @@ class SandboxSession:
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
         args = [
-            "bwrap", *plan.args,
+            "bwrap", *plan.args, *(self._tools.bwrap_args() if self._tools else ()),
             "--chdir", str(Path(cwd).resolve()),
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),

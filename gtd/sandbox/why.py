@@ -72,7 +72,9 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
                        "remove it from sandbox.levels.*.denyDomains")
     if decision == "allow":
         rule = next(r for r in rules.allow if r.matches(host, port))
+        registry = next((r for r in policy.registries if str(parse_rule(r.rule)) == str(rule)), None)
         source = "the provider's model API" if str(rule) in {str(parse_rule(h)) for h in policy.model_hosts} \
+            else f"your own {registry.tool} registry setting ({registry.origin})" if registry \
             else f"allowDomains at or below level {level}"
         return Verdict(shown, True, f"allowed by {source} (names resolving to loopback, link-local or metadata "
                        "addresses are still refused unless the IP itself is listed)", str(rule))

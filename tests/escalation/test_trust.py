@@ -131,3 +131,12 @@ def test_untrusted_project_may_always_lower_a_level(repo):
     assert loaded.warnings == []
     assert loaded.config.sandbox.phases.build == Level.READONLY
     assert loaded.config.sandbox.levels.network.deny_domains == ["pypi.org"]
+
+
+def test_registry_credentials_in_a_project_file_count_only_once_trusted(repo):
+    _write(repo, {"sandbox": {"registryCredentials": ["npm.corp.example"]}})
+    assert loosening_entries({"sandbox": {"registryCredentials": ["npm.corp.example"]}}) == [
+        "sandbox.registryCredentials: npm.corp.example"]
+    assert _load(repo).config.sandbox.registry_credentials == []
+    TrustStore().trust(repo / ".gtdrc.json")
+    assert _load(repo).config.sandbox.registry_credentials == ["npm.corp.example"]

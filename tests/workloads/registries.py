@@ -109,6 +109,7 @@ def make_sdist(directory: Path, name: str, version: str, module_source: str) -> 
 class _Handler(http.server.BaseHTTPRequestHandler):
     root: Path
     npm_packages: dict[str, dict[str, Path]]
+    authorizations: list  # the Authorization header of every request (None when absent)
 
     def log_message(self, *args):
         pass
@@ -122,6 +123,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):  # noqa: N802
+        self.authorizations.append(self.headers.get("Authorization"))
         base = f"http://{self.headers.get('Host')}"
         path = self.path.split("?", 1)[0]
         parts = [p for p in path.split("/") if p]
@@ -165,7 +167,9 @@ class LocalRegistry:
         self.root = root
         (root / "files").mkdir(parents=True, exist_ok=True)
         self.npm: dict[str, dict[str, Path]] = {}
-        handler = type("Handler", (_Handler,), {"root": root, "npm_packages": self.npm})
+        self.authorizations: list = []
+        handler = type("Handler", (_Handler,), {"root": root, "npm_packages": self.npm,
+                                                "authorizations": self.authorizations})
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -1,0 +1,95 @@
+"""The person's registry settings: which hosts they name (and where), and what reaches the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level
+from gtd.sandbox.policy import build_policy
+from gtd.sandbox.registries import sanitized_config_files, sanitized_npmrc, strip_credentials, tool_environment, user_registries
+from gtd.sandbox.why import why_host
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_registries_come_from_every_tools_user_settings_with_their_origin(tmp_path):
+    home = tmp_path / "h"
+    _write(home / ".config/pip/pip.conf", "[global]\nindex-url = https://u:p@pypi.corp.test/simple\n"
+                                          "extra-index-url =\n  https://extra.test/simple\n")
+    _write(home / ".config/uv/uv.toml", '[[index]]\nname = "corp"\nurl = "https://uv.corp.test/simple"\n')
+    _write(home / ".npmrc", "registry=https://npm.corp.test/\n@acme:registry=http://acme.test:8080/\n"
+                            "//npm.corp.test/:_authToken=SECRET\n")
+    _write(home / ".yarnrc.yml", 'npmRegistryServer: "https://yarn.corp.test"\n')
+    _write(home / ".cargo/config.toml", '[registries.corp]\nindex = "sparse+https://cargo.corp.test/index/"\n')
+    env = {"PIP_EXTRA_INDEX_URL": "https://env.test/simple", "GOPROXY": "https://goproxy.test,direct",
+           "UV_DEFAULT_INDEX": "https://uvenv.test/simple", "YARN_REGISTRY": "https://yenv.test"}
+    found = {r.rule: (r.tool, r.origin) for r in user_registries(home, env)}
+    assert found == {
+        "env.test:443": ("pip", "PIP_EXTRA_INDEX_URL"),
+        "pypi.corp.test:443": ("pip", "~/.config/pip/pip.conf [global] index-url"),
+        "extra.test:443": ("pip", "~/.config/pip/pip.conf [global] extra-index-url"),
+        "uvenv.test:443": ("uv", "UV_DEFAULT_INDEX"),
+        "uv.corp.test:443": ("uv", "~/.config/uv/uv.toml [[index]]"),
+        "npm.corp.test:443": ("npm", "~/.npmrc registry"),
+        "acme.test:8080": ("npm", "~/.npmrc @acme:registry"),
+        "yenv.test:443": ("yarn", "YARN_REGISTRY"),
+        "yarn.corp.test:443": ("yarn", "~/.yarnrc.yml npmRegistryServer"),
+        "cargo.corp.test:443": ("cargo", "~/.cargo/config.toml [registries.corp] index"),
+        "goproxy.test:443": ("go", "GOPROXY"),
+    }
+
+
+def test_registry_hosts_are_allowed_at_network_only_and_a_deny_still_wins(tmp_path, monkeypatch):
+    home = tmp_path / "h"
+    _write(home / ".npmrc", "registry=https://npm.corp.test/\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    readwrite = build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=home)
+    network = build_policy(GtdConfig(), workspace=ws, level=Level.NETWORK, home=home)
+    assert not why_host(readwrite, "npm.corp.test").allowed
+    verdict = why_host(network, "npm.corp.test")
+    assert verdict.allowed and "~/.npmrc registry" in verdict.reason
+    denied = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"denyDomains": ["npm.corp.test"]}}}})
+    assert not why_host(build_policy(denied, workspace=ws, level=Level.NETWORK, home=home), "npm.corp.test").allowed
+
+
+def test_tool_variables_reach_the_sandbox_without_credentials():
+    env = {"PIP_INDEX_URL": "https://me:pw@pypi.corp.test/simple", "PIP_EXTRA_INDEX_URL": "https://a:b@x.test/s https://y.test/s",
+           "UV_INDEX_CORP_PASSWORD": "pw", "NPM_CONFIG__AUTHTOKEN": "t", "npm_config_registry": "https://npm.test/",
+           "CARGO_REGISTRIES_CORP_TOKEN": "t", "GOPROXY": "https://u:p@goproxy.test", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "x"}
+    assert tool_environment(env) == {"PIP_INDEX_URL": "https://pypi.corp.test/simple",
+                                     "PIP_EXTRA_INDEX_URL": "https://x.test/s https://y.test/s",
+                                     "npm_config_registry": "https://npm.test/", "GOPROXY": "https://goproxy.test"}
+    assert tool_environment(env, ["pypi.corp.test"])["PIP_INDEX_URL"] == "https://me:pw@pypi.corp.test/simple"
+    assert strip_credentials("sparse+https://t@cargo.test/index/") == "sparse+https://cargo.test/index/"
+
+
+def test_npmrc_and_config_files_lose_their_secrets_unless_the_host_is_opted_in(tmp_path):
+    home = tmp_path / "h"
+    _write(home / ".npmrc", "registry=https://npm.corp.test/\n_authToken=GLOBALSECRET\n//npm.corp.test/:_authToken=SECRET\n"
+                            "//other.test/:_password=PW\nstrict-ssl=false\n")
+    clean = sanitized_npmrc(home, {})
+    assert "SECRET" not in clean and "PW" not in clean
+    assert "registry=https://npm.corp.test/" in clean and "strict-ssl=false" in clean
+    opted = sanitized_npmrc(home, {}, ["npm.corp.test"])
+    assert "//npm.corp.test/:_authToken=SECRET" in opted and "GLOBALSECRET" not in opted and "PW" not in opted
+    _write(home / ".yarnrc.yml", 'npmRegistryServer: "https://y.test"\nnpmAuthToken: "YSECRET"\n')
+    _write(home / ".config/pip/pip.conf", "[global]\nindex-url = https://me:PIPSECRET@p.test/simple\n")
+    _write(home / ".config/uv/uv.toml", 'index-url = "https://uv.test/simple"\n')  # nothing secret: not replaced
+    files = {str(p.relative_to(home)): text for p, text in sanitized_config_files(home, {})}
+    assert set(files) == {".yarnrc.yml", ".config/pip/pip.conf"}
+    assert "YSECRET" not in files[".yarnrc.yml"] and "https://y.test" in files[".yarnrc.yml"]
+    assert files[".config/pip/pip.conf"] == "[global]\nindex-url = https://p.test/simple\n"
+
+
+@pytest.mark.parametrize("host", ["*.corp.test", "https://x.test", "a b", ""])
+def test_registry_credentials_must_name_exact_hosts(host):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        GtdConfig.model_validate({"sandbox": {"registryCredentials": [host]}})

@@ -1,0 +1,74 @@
+"""The person's own registry settings reach real pip and npm inside the sandbox: the registry they name is
+reached at network without a question, and their credentials stay out unless they opt the host in."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level
+from registries import REGISTRY_HOST
+from workload_support import allow_registry, run
+
+pytestmark = [pytest.mark.bwrap,
+              pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("npm") is None, reason="needs bwrap and npm")]
+
+
+@pytest.fixture
+def npm_registry(registry):
+    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
+    return registry
+
+
+def _npmrc(home, port: int) -> None:
+    (home / ".npmrc").write_text(f"registry=http://{REGISTRY_HOST}:{port}/\n"
+                                 f"//{REGISTRY_HOST}:{port}/:_authToken=NPM-SECRET-TOKEN\nfund=false\n")
+
+
+def _asks(collected: list):
+    return lambda request: collected.append(request) or False
+
+
+def test_npmrc_registry_is_used_and_reached_without_a_prompt_and_its_token_stays_out(sandbox, repo, npm_registry, isolated_home):
+    _npmrc(isolated_home, npm_registry.port)
+    asked: list = []
+    session = sandbox(Level.NETWORK, config=allow_registry(npm_registry.port, name=False), network_decider=_asks(asked))
+    r = run(session, "npm install --no-audit gtd-shout && node -e \"console.log(require('gtd-shout')('ok'))\";"
+                     " cat ~/.npmrc; npm config get registry; grep -r NPM-SECRET-TOKEN \"$NPM_CONFIG_USERCONFIG\" || echo no-token", repo)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "OK" in lines and f"http://{REGISTRY_HOST}:{npm_registry.port}/" in lines and lines[-1] == "no-token"
+    assert asked == [] and session.violations == []
+    assert npm_registry.authorizations and set(npm_registry.authorizations) == {None}
+
+
+def test_opted_in_host_gets_its_npm_token(sandbox, repo, npm_registry, isolated_home):
+    _npmrc(isolated_home, npm_registry.port)
+    config = GtdConfig.model_validate({"sandbox": {"registryCredentials": [REGISTRY_HOST], "levels": {
+        "network": {"allowDomains": [f"127.0.0.1:{npm_registry.port}"]}}}})
+    r = run(sandbox(Level.NETWORK, config=config), "npm install --no-audit gtd-shout", repo)
+    assert r.returncode == 0, r.stderr
+    assert "Bearer NPM-SECRET-TOKEN" in npm_registry.authorizations
+
+
+def test_pip_index_url_from_the_environment_is_used_without_its_password(sandbox, repo, registry, monkeypatch):
+    registry.add_wheel("gtdwheel", "1.0", "VALUE = 'from-wheel'\n")
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://me:PIP-SECRET@{REGISTRY_HOST}:{registry.port}/simple/")
+    monkeypatch.setenv("PIP_TRUSTED_HOST", REGISTRY_HOST)
+    asked: list = []
+    session = sandbox(Level.NETWORK, config=allow_registry(registry.port, name=False), network_decider=_asks(asked))
+    r = run(session, f"echo \"$PIP_INDEX_URL\"; {sys.executable} -m pip install -q --retries 0 --target out gtdwheel"
+                     f" && PYTHONPATH=out {sys.executable} -c 'import gtdwheel; print(gtdwheel.VALUE)'", repo)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"http://{REGISTRY_HOST}:{registry.port}/simple/", "from-wheel"]
+    assert asked == [] and not any(a and "PIP-SECRET" in a for a in registry.authorizations)
+
+
+def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, isolated_home):
+    _npmrc(isolated_home, npm_registry.port)
+    session = sandbox(Level.READWRITE, config=allow_registry(npm_registry.port, name=False))
+    r = run(session, "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode != 0
+    assert [v.target for v in session.violations] == [f"{REGISTRY_HOST}:{npm_registry.port}"]
