@@ -39,13 +39,15 @@ PROJECT_COMMENT = [
 
 
 def _guess_test_command(root: Path) -> str | None:
-    if (root / "pyproject.toml").exists() or (root / "setup.py").exists() or (root / "tests").is_dir():
+    from gtd.workspace_files import exists
+
+    if exists(root, "pyproject.toml") or exists(root, "setup.py") or exists(root, "tests"):
         return "python3 -m pytest -q"
-    if (root / "package.json").exists():
+    if exists(root, "package.json"):
         return "npm test"
-    if (root / "Cargo.toml").exists():
+    if exists(root, "Cargo.toml"):
         return "cargo test"
-    if (root / "go.mod").exists():
+    if exists(root, "go.mod"):
         return "go test ./..."
     return None
 
@@ -119,22 +121,27 @@ def init(
     directory: opt.Directory = None,
 ) -> None:
     """Scaffold a minimal, commented config. Never overwrites an existing file."""
+    from gtd import workspace_files
     from gtd.config.loader import find_repo_root
-    from gtd.config.writer import atomic_write
+    from gtd.config.writer import atomic_write, write_config_text
 
+    workspace = None
     if user:
         path = user_config_file()
         text = USER_TEMPLATE
     else:
         cwd = (directory or Path.cwd()).resolve()
         root = find_repo_root(cwd) or cwd
-        path = root / PROJECT_CONFIG_NAME
+        path, workspace = root / PROJECT_CONFIG_NAME, root
         content: dict[str, Any] = {"$comment": PROJECT_COMMENT, "provider": "auto", "testCommand": _guess_test_command(root)}
         text = json.dumps(content, indent=2) + "\n"
-    if path.exists():
+    if workspace_files.exists(workspace, PROJECT_CONFIG_NAME) if workspace else path.exists():
         stderr.print(f"{markup(str(path))} already exists; left unchanged.")
         return
-    atomic_write(path, text)
+    if workspace:
+        write_config_text(path, text, workspace=workspace)
+    else:
+        atomic_write(path, text)
     stderr.print(f"wrote {markup(str(path))}")
 
 

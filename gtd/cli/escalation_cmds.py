@@ -122,11 +122,14 @@ def trust(
     from gtd.escalation.trust import TrustStore, loosening_entries
     from gtd.paths import PROJECT_CONFIG_NAME
 
-    path = _repo(directory) / PROJECT_CONFIG_NAME
-    if not path.exists():
+    from gtd import workspace_files
+
+    root = _repo(directory)
+    path = root / PROJECT_CONFIG_NAME
+    if not workspace_files.exists(root, PROJECT_CONFIG_NAME):
         raise GtdError(f"{path} does not exist", exit_code=ExitCode.USAGE)
     store = TrustStore()
-    loosening = loosening_entries(read_config_file(path))
+    loosening = loosening_entries(read_config_file(path, workspace=root))
     if show:
         trusted = store.is_trusted(path)
         state = "trusted" if trusted else ("changed since you trusted it" if store.pinned(path) else "NOT trusted")

@@ -112,16 +112,18 @@ def demo(
     import tempfile
     from pathlib import Path
 
+    from gtd import workspace_files
     from gtd.workflow import git
     from gtd.workflow.engine import run_until_blocked
 
     repo = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="gtd-demo-"))
     repo.mkdir(parents=True, exist_ok=True)
     git.git(repo, "init", "-q")
-    (repo / "README.md").write_text("# demo\n")
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "testCommand": "python3 -m unittest -q"}, indent=2) + "\n")
+    workspace_files.write_text(repo, "README.md", "# demo\n")
+    workspace_files.write_text(repo, ".gtdrc.json", json.dumps({"provider": "scripted", "testCommand": "python3 -m unittest -q"},
+                                                               indent=2) + "\n")
     git.commit_all(repo, "initial commit")
-    (repo / "TODO.md").write_text(DEMO_GOAL)
+    workspace_files.write_text(repo, "TODO.md", DEMO_GOAL)
     with workflow(RunOptions(provider="scripted", quiet=quiet, verbose=verbose, directory=repo)) as ctx:
         run_until_blocked(ctx, max_steps=10)
         violations = [e for e in ctx.audit.read() if e.get("event") == "violation"]

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from gtd.errors import GtdError
+
 MAX_ENTRIES = 64
 
 # gtd's own modules whose code decides what a config file validates to.
@@ -35,21 +37,30 @@ def _code_fingerprint(digest: "hashlib._Hash") -> None:
         _add_file(digest, Path(spec.origin).parent / "version.py")
 
 
-def _add_file(digest: "hashlib._Hash", path: Path) -> None:
+def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None) -> None:
     digest.update(str(path).encode() + b"\0")
     try:
-        digest.update(path.read_bytes())
+        if workspace is not None and path.parent == workspace:  # the project config: never followed, capped
+            from gtd import workspace_files
+
+            data = workspace_files.read_bytes(workspace, path.name)
+            digest.update(b"<absent>" if data is None else data)
+        else:
+            digest.update(path.read_bytes())
     except OSError:
         digest.update(b"<absent>")
+    except GtdError:  # workspace_files.UnsafeWorkspacePath: a symlink or FIFO; the load itself reports it
+        digest.update(b"<refused>")
     digest.update(b"\0")
 
 
-def cache_key(files: Iterable[Path], extra: Any) -> str:
-    """sha256 over gtd's config code, each file's path and exact bytes (or absence), and `extra` (JSON)."""
+def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None) -> str:
+    """sha256 over gtd's config code, each file's path and exact bytes (or absence), and `extra` (JSON).
+    Files directly in `workspace` (the project config) are read through gtd.workspace_files."""
     digest = hashlib.sha256()
     _code_fingerprint(digest)
     for path in files:
-        _add_file(digest, path)
+        _add_file(digest, path, workspace)
     digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 

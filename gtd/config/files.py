@@ -9,6 +9,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
+from gtd import workspace_files
 from gtd.errors import ConfigError
 
 
@@ -36,16 +37,34 @@ def to_plain(document: Any) -> Any:
     return document.unwrap() if hasattr(document, "unwrap") else document
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """The file's content as a plain dict; a missing or unreadable file is an error naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+def read_config_file(path: Path, *, workspace: Path | None = None) -> dict[str, Any]:
+    """The file's content as a plain dict; a missing or unreadable file is an error naming it.
+    A file inside `workspace` (the project config) is read without following symlinks, capped."""
+    text = read_config_text(path, workspace=workspace)
+    if text is None:
+        raise ConfigError(str(path), "", "cannot read file: No such file or directory")
     data = to_plain(parse_document(path, text))
     if not isinstance(data, dict):
         raise ConfigError(str(path), "", f"the top level must be an object, not {type(data).__name__}")
     return data
+
+
+def read_config_text(path: Path, *, workspace: Path | None = None) -> str | None:
+    """The file's text, or None when missing. In a workspace: through gtd.workspace_files (a symlink,
+    FIFO or huge file is a ConfigError naming the file); elsewhere (the user's own config) a plain read."""
+    if workspace is not None:
+        try:
+            return workspace_files.read_text(workspace, path, errors="strict")
+        except workspace_files.UnsafeWorkspacePath as exc:
+            raise ConfigError(str(path), "", exc.reason) from None
+        except UnicodeDecodeError:
+            raise ConfigError(str(path), "", "not valid UTF-8") from None
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
 
 
 def dump_document(path: Path, document: Any, *, indent: int = 2) -> str:

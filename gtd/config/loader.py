@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from gtd import workspace_files
 from gtd.config.merge import leaf_keys, merge
+from gtd.errors import ConfigError
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
 
 if TYPE_CHECKING:
@@ -96,11 +98,20 @@ def find_repo_root(start: Path) -> Path | None:
     return None
 
 
-def _file_layer(name: str, path: Path) -> tuple[ConfigLayer, list[str]]:
+def _project_file_there(root: Path) -> bool:
+    """Whether the project has a config file; anything at that name that is not a regular file
+    (a symlink, a FIFO) is an error naming it, never followed."""
+    try:
+        return workspace_files.is_file(root, PROJECT_CONFIG_NAME)
+    except workspace_files.UnsafeWorkspacePath as exc:
+        raise ConfigError(str(root / PROJECT_CONFIG_NAME), "", exc.reason) from None
+
+
+def _file_layer(name: str, path: Path, workspace: Path | None = None) -> tuple[ConfigLayer, list[str]]:
     from gtd.config.files import read_config_file
     from gtd.config.validation import strip_legacy_keys, validate_layer
 
-    raw, warnings = strip_legacy_keys(read_config_file(path), str(path))
+    raw, warnings = strip_legacy_keys(read_config_file(path, workspace=workspace), str(path))
     return ConfigLayer(name, path, validate_layer(raw, str(path))), warnings
 
 
@@ -126,7 +137,7 @@ def load_config(
         inputs = [user_path, project_path, *(filter_inputs() if filter_inputs else [])]
         identity = {"repo": str(repo_root), "project": str(project_path.resolve()), "flags": flags or {},
                     "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
-        key = cache.cache_key(inputs, identity)
+        key = cache.cache_key(inputs, identity, workspace=project_path.parent)
         entry = cache.read(cache_dir, key)
         if entry is not None:
             layers = [ConfigLayer(name, Path(path) if path else None, values) for name, path, values in entry["layers"]]
@@ -152,8 +163,8 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
         layers.append(layer)
         warnings += found
 
-    if project_path.exists():
-        layer, found = _file_layer("project", project_path)
+    if _project_file_there(project_path.parent):
+        layer, found = _file_layer("project", project_path, workspace=project_path.parent)
         warnings += found
         if project_filter is not None:
             layer.values, filtered = project_filter(project_path, layer.values)

@@ -16,7 +16,8 @@ from typing import Any, Callable, MutableMapping
 import tomlkit
 from filelock import FileLock
 
-from gtd.config.files import detect_json_indent, dump_document, parse_document, to_plain
+from gtd import workspace_files
+from gtd.config.files import detect_json_indent, dump_document, parse_document, read_config_text, to_plain
 from gtd.config.validation import strip_legacy_keys, validate_layer
 from gtd.errors import ConfigError
 from gtd.paths import locks_dir
@@ -50,10 +51,13 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], None]) -> None:
+def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], None], *,
+                     workspace: Path | None = None) -> None:
+    """Edit one config file. A file inside `workspace` (the project config) is read and replaced
+    through gtd.workspace_files: never through a symlink, never a special file."""
     path = Path(path)
     with config_lock(path):
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        text = read_config_text(path, workspace=workspace) or ""
         document = parse_document(path, text)
         if not isinstance(to_plain(document), dict):
             raise ConfigError(str(path), "", "the top level must be an object")
@@ -61,7 +65,18 @@ def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], No
         plain, _ = strip_legacy_keys(to_plain(document), str(path))
         validate_layer(plain, str(path))
         indent = detect_json_indent(text) if text else 2
-        atomic_write(path, dump_document(path, document, indent=indent))
+        write_config_text(path, dump_document(path, document, indent=indent), workspace=workspace)
+
+
+def write_config_text(path: Path, text: str, *, workspace: Path | None = None) -> None:
+    """Atomically write a config file; inside `workspace` through gtd.workspace_files."""
+    if workspace is None:
+        atomic_write(path, text)
+        return
+    try:
+        workspace_files.write_text(workspace, path, text)
+    except workspace_files.UnsafeWorkspacePath as exc:
+        raise ConfigError(str(path), "", exc.reason) from None
 
 
 def _walk(document: MutableMapping[str, Any], dotted_key: str) -> tuple[MutableMapping[str, Any], str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from filelock import FileLock
 from rich.console import Console
 
+from gtd import workspace_files
 from gtd.audit import AuditLog
 from gtd.config.schema import Phase
 from gtd.config.writer import append_unique, edit_config_file, set_key
@@ -70,9 +71,9 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
 
     trust = TrustStore()
     with _approval_lock(path):
-        existed = path.exists()
+        existed = workspace_files.exists(repo_root, PROJECT_CONFIG_NAME)
         was_trusted = trust.is_trusted(path)
-        edit_config_file(path, mutate)
+        edit_config_file(path, mutate, workspace=repo_root)
         trust.approve_entry(path, entry(rule.key, rule.value))
         if was_trusted or not existed:
             trust.trust(path)  # content the user trusted plus what they just approved
@@ -133,7 +134,14 @@ def _covers(config, request: EscalationRequest, repo_root: Path) -> bool:
         host, port = split_host_port(request.target)
         rules = DomainRules.parse(policy.reachable, policy.deny_domains)
         return rules.decide(host, port or 443) == "allow"
-    target = Path(request.target)
+    from gtd.workspace_files import UnsafeWorkspacePath, resolve_write_target
+
+    try:  # resolve first, then match: the place the write would land now, not the request's spelling
+        target = resolve_write_target(repo_root, request.target)
+    except UnsafeWorkspacePath:
+        return False  # goes through a symlink or leaves the workspace: no saved rule covers it
+    if str(target) != request.target:
+        return False  # it resolves elsewhere than it did when it was requested: ask again
     inside = lambda roots: any(target == root or root in target.parents for root in roots)  # noqa: E731
     return inside(policy.writable) and not inside(policy.protected)
 

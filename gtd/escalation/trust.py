@@ -19,6 +19,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from gtd import workspace_files
 from gtd.config.schema import GtdConfig, Level
 from gtd.config.writer import atomic_write
 from gtd.paths import user_state_dir
@@ -28,7 +29,11 @@ LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_p
 
 
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of a project config file (at its repository's root), read through gtd.workspace_files."""
+    data = workspace_files.read_bytes(path.parent, path.name)
+    if data is None:
+        raise FileNotFoundError(f"{path} does not exist")
+    return hashlib.sha256(data).hexdigest()
 
 
 def entry(key: str, value: Any) -> str:
@@ -82,7 +87,8 @@ class TrustStore:
     def is_trusted(self, config_file: Path) -> bool:
         """The file's exact current content is what the user trusted."""
         pinned = self.pinned(config_file)
-        return pinned is not None and config_file.exists() and pinned == file_digest(config_file)
+        return pinned is not None and workspace_files.is_file(config_file.parent, config_file.name) \
+            and pinned == file_digest(config_file)
 
     def trust(self, config_file: Path, digest: str | None = None) -> str:
         digest = digest or file_digest(config_file)

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from gtd.sandbox.gitguard import GitState
+from gtd.workspace_files import read_metadata_text
 
 # Shell start-up files: the host's next shell runs them.
 SHELL_RC_NAMES = (
@@ -135,9 +136,8 @@ _ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 def git_config_facts(config_file: Path) -> tuple[list[str], list[str]]:
     """(core.hooksPath values, include paths) from one git config file, without spawning git."""
     hooks, includes = [], []
-    try:
-        text = config_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = read_metadata_text(config_file)
+    if text is None:
         return hooks, includes
     section = ""
     for raw in text.splitlines():
@@ -179,10 +179,10 @@ def _gitdir_of(dot_git: Path) -> Path | None:
     """The git dir a `.git` entry names: itself if a directory, the `gitdir:` target if a file."""
     if dot_git.is_dir():
         return dot_git
-    try:
-        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
-    except (OSError, IndexError):
+    lines = (read_metadata_text(dot_git) or "").splitlines()
+    if not lines:
         return None
+    first = lines[0]
     if first.startswith("gitdir:"):
         return _expand(first[len("gitdir:") :].strip(), dot_git.parent, Path.home())
     return None
@@ -199,11 +199,9 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path],
     found += state.add_gitdir(gitdir)  # an existing commondir / rebase todo: read-only
     commondir = gitdir / "commondir"
     if commondir.is_file():  # linked worktree: hooks and config live in the common dir
-        try:
-            common = _expand(commondir.read_text().strip(), gitdir, home)
-            found += _gitdir_protected(common, worktree, home, seen, state)
-        except OSError:
-            pass
+        pointer = (read_metadata_text(commondir) or "").strip()
+        if pointer:
+            found += _gitdir_protected(_expand(pointer, gitdir, home), worktree, home, seen, state)
     configs = [gitdir / "config", gitdir / "config.worktree"]
     while configs:
         cfg = configs.pop()

@@ -3,6 +3,7 @@ failure, then gtd itself ticks the items and commits. Bounded by a hard cap on s
 
 from __future__ import annotations
 
+from gtd import workspace_files
 from gtd.config.schema import Phase
 from gtd.errors import GtdError
 from gtd.prompts import render
@@ -51,8 +52,8 @@ def build_step(ctx: RunContext) -> str | None:
         prompt = render("build_retry", test_command=test_command, attempt=attempt, attempts=attempts,
                         test_output=run.output[-MAX_TEST_OUTPUT_CHARS:])
     current = read_todo(ctx.repo) or todo
-    (ctx.repo / TODO_FILE).write_text(current.ticked([i for i in current.items if i.text in {x.text for x in items} and not i.done]),
-                                      encoding="utf-8")
+    workspace_files.write_text(ctx.repo, TODO_FILE,
+                               current.ticked([i for i in current.items if i.text in {x.text for x in items} and not i.done]))
     sha = git.commit_all(ctx.repo, message(Step.BUILD, titles))
     ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)
     ctx.progress.info(f"[green]✓ build[/green] {markup(titles)}")

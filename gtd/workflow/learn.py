@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gtd import workspace_files
 from gtd.config.schema import Phase
 from gtd.prompts import render
 from gtd.workflow import git
@@ -33,12 +34,10 @@ def learn(ctx: RunContext) -> str | None:
 
 
 def cleanup(ctx: RunContext, title: str | None = None) -> str | None:
-    todo_path = ctx.repo / TODO_FILE
     if title is None:
         todo = read_todo(ctx.repo)
         title = (todo.title if todo else None) or "plan"
-    if todo_path.exists():
-        todo_path.unlink()
+    workspace_files.remove(ctx.repo, TODO_FILE)
     sha = git.commit_all(ctx.repo, message(Step.CLEANUP, f"remove {TODO_FILE} ({title})"))
     ctx.audit.record("step", step="cleanup", commit=sha)
     ctx.progress.info(f"[green]✓ cleanup[/green] removed {TODO_FILE}")

@@ -27,6 +27,7 @@ from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.sandbox.violations import denied_write_paths
 from gtd.workflow.context import RunContext
+from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
 
 MAX_ESCALATION_ROUNDS = 5
 
@@ -142,10 +143,19 @@ class PhaseAgent:
                                "committed and the agent's changes are left in the work tree")
 
     def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]]) -> list[EscalationRequest]:
-        """Denied writes: protected paths are only violations (never grantable); others become requests."""
+        """Denied writes: protected paths are only violations (never grantable); others become requests.
+        Each path is resolved first (workspace_files.resolve_write_target): a path that leaves the
+        workspace through `..` or goes through a symlink inside it is refused, never asked about."""
         requests, seen = [], set()
         for raw_path, call, error in denied:
-            path = (self.ctx.repo / raw_path).resolve() if not raw_path.startswith("/") else Path(raw_path)
+            try:
+                path = resolve_write_target(self.ctx.repo, raw_path)
+            except UnsafeWorkspacePath as exc:
+                if raw_path not in seen:
+                    seen.add(raw_path)
+                    self._record_violation(Violation(kind="write", target=raw_path, level=policy.level, time=_now(),
+                                                     detail=f"not grantable: {exc.reason}"))
+                continue
             if path in seen:
                 continue
             seen.add(path)
@@ -182,16 +192,17 @@ class PhaseAgent:
 
     def _create_approved_path(self, path: Path) -> None:
         """An approved path must exist before the sandbox opens (a bind needs something to bind), as
-        what the agent was making: an empty file it was writing, else the directory it was creating."""
+        what the agent was making: an empty file it was writing, else the directory it was creating.
+        Created from its nearest existing ancestor without following symlinks (workspace_files)."""
         if os.path.lexists(path):
             return
         try:
             if path in self.new_files:
-                if path.parent.is_dir():
-                    path.touch()
+                if path.parent.is_dir() and not path.parent.is_symlink():
+                    create_resolved(path, directory=False)
             else:
-                path.mkdir(parents=True)
-        except OSError as exc:
+                create_resolved(path, directory=True)
+        except (OSError, UnsafeWorkspacePath) as exc:
             self.ctx.progress.warn(f"could not create the approved path {path}: {exc}")
 
     def _stop_if_headless_denied(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gtd import workspace_files
 from gtd.config.schema import Phase
 from gtd.errors import GtdError
 from gtd.prompts import render
@@ -15,8 +16,8 @@ AGENTS_FILE = "AGENTS.md"
 
 
 def read_text(ctx: RunContext, name: str, missing: str = "(none yet)") -> str:
-    path = ctx.repo / name
-    return path.read_text(encoding="utf-8") if path.exists() else missing
+    text = workspace_files.read_text(ctx.repo, name)
+    return missing if text is None else text
 
 
 def feedback_since_plan(ctx: RunContext) -> str:
@@ -38,9 +39,8 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     """Run the plan phase. Returns the commit sha."""
     provider = ctx.provider  # a missing agent CLI fails here, before the goal is written into TODO.md
     if goal:
-        todo_path = ctx.repo / TODO_FILE
-        existing = todo_path.read_text(encoding="utf-8") if todo_path.exists() else ""
-        todo_path.write_text(existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n", encoding="utf-8")
+        existing = workspace_files.read_text(ctx.repo, TODO_FILE) or ""
+        workspace_files.write_text(ctx.repo, TODO_FILE, existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n")
     commit_human_edits(ctx.repo)
     ctx.progress.phase("plan", f"(level {ctx.level_for(Phase.PLAN).value}, provider {provider.name})")
     agent = PhaseAgent(ctx, Phase.PLAN)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from gtd import workspace_files
 from gtd.workflow import git
 from gtd.workflow.todo import TODO_FILE, read_todo
 
@@ -116,12 +117,11 @@ def classify_human_edits(repo: Path) -> HumanEdits | None:
 
 
 def _adds_marker(repo: Path, change: git.Change) -> bool:
-    path = repo / change.path
     if change.status == "??":
         try:
-            return bool(_MARKER.search(path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            return False
+            return bool(_MARKER.search(workspace_files.read_text(repo, change.path) or ""))
+        except (OSError, workspace_files.UnsafeWorkspacePath):
+            return False  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
     diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False)
     return any(line.startswith("+") and not line.startswith("+++") and _MARKER.search(line) for line in diff.splitlines())
 

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gtd import workspace_files
+
 TODO_FILE = "TODO.md"
 SECTIONS = ("Action items", "Open questions", "Learnings")
 
@@ -114,7 +116,5 @@ def parse_todo(text: str) -> Todo:
 
 
 def read_todo(repo: Path) -> Todo | None:
-    path = repo / TODO_FILE
-    if not path.exists():
-        return None
-    return parse_todo(path.read_text(encoding="utf-8"))
+    text = workspace_files.read_text(repo, TODO_FILE)
+    return None if text is None else parse_todo(text)
