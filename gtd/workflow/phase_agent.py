@@ -155,6 +155,7 @@ class PhaseAgent:
                     seen.add(raw_path)
                     self._record_violation(Violation(kind="write", target=raw_path, level=policy.level, time=_now(),
                                                      detail=f"not grantable: {exc.reason}"))
+                    self.ctx.progress.warn(f"not grantable: {exc}")
                 continue
             if path in seen:
                 continue

@@ -1,0 +1,52 @@
+"""gtd never imports from the workspace (issue 9, class 11): Python puts the current directory first
+on sys.path for `python -m`, so modules planted in a repository would run as gtd, on the host."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PLANTED = ("typer", "json", "typing", "enum", "pydantic", "platformdirs", "tomlkit", "filelock", "subprocess",
+           "tempfile", "hashlib", "dataclasses", "shutil", "textwrap", "signal", "warnings", "linecache", "tokenize")
+
+
+@pytest.fixture
+def planted(repo) -> Path:
+    marker = repo.parent / "planted-code-ran"
+    payload = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in PLANTED:
+        (repo / f"{name}.py").write_text(payload)
+    (repo / "rich").mkdir()
+    (repo / "rich" / "__init__.py").write_text(payload)
+    return marker
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "COLUMNS": "120"}, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["config", "show"], ["sandbox", "explain", "--phase", "build"]])
+def test_python_m_gtd_in_a_workspace_never_imports_planted_modules(repo, planted, args):
+    result = _run([sys.executable, "-m", "gtd", *args], repo)
+    assert not planted.exists(), f"planted modules ran: {planted.read_text()}"
+    assert result.returncode == 0, result.stderr
+
+
+def test_python_m_a_gtd_submodule_never_imports_planted_modules(repo, planted):
+    result = _run([sys.executable, "-m", "gtd.cli.sandbox_cmd", "sandbox", "explain"], repo)
+    assert not planted.exists(), f"planted modules ran: {planted.read_text()}"
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_gtd_console_script_never_imports_planted_modules(repo, planted):
+    script = Path(sys.executable).parent / "gtd"
+    if not script.exists():
+        pytest.skip("the gtd console script is not installed next to this interpreter")
+    result = _run([str(script), "sandbox", "explain"], repo)
+    assert not planted.exists(), f"planted modules ran: {planted.read_text()}"
+    assert result.returncode == 0, result.stderr
