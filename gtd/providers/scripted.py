@@ -11,6 +11,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from gtd import workspace_files
 from gtd.errors import ConfigError
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -48,7 +49,15 @@ class ScriptedProvider(Provider):
         """Read and check the whole script on the host; a bad script is a usage error naming the place."""
         path = self.script_path if self.script_path.is_absolute() or base is None else base / self.script_path
         try:
-            data = json.loads(path.read_text())
+            if path is self.script_path:
+                text = path.read_text()
+            else:  # a script inside the workspace: read like every workspace file (no symlinks, no FIFOs)
+                text = workspace_files.read_text(base, self.script_path)
+                if text is None:
+                    raise FileNotFoundError(2, "No such file or directory")
+            data = json.loads(text)
+        except workspace_files.UnsafeWorkspacePath as exc:
+            raise ConfigError(self._config_file, "script", str(exc)) from exc
         except OSError as exc:
             raise ConfigError(self._config_file, "script", f"cannot read {path}: {exc.strerror or exc}") from exc
         except json.JSONDecodeError as exc:
