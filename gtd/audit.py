@@ -52,6 +52,7 @@ def redact(value: Any) -> Any:
 class AuditLog:
     def __init__(self, repo_root: Path):
         self.path = project_state_dir(repo_root) / AUDIT_FILE
+        self.listeners: list = []  # called with each recorded entry (the progress view)
 
     def record(self, event: str, **fields: Any) -> dict:
         entry = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event,
@@ -64,6 +65,8 @@ class AuditLog:
             os.write(fd, line)
         finally:
             os.close(fd)
+        for listener in self.listeners:
+            listener(entry)
         return entry
 
     def read(self) -> list[dict]:

@@ -39,12 +39,12 @@ def root(
     run_all: Annotated[bool, typer.Option("--all", help="Keep going until the plan is done or a person is needed.")] = False,
     provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
     non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-    directory: opt.Directory = None,
+    directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Run the next step (commit your edits as feedback/fix, then plan, build, learn or clean up)."""
     if ctx.invoked_subcommand is None:
-        workflow_cmds.next_step(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory), run_all)
+        workflow_cmds.next_step(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events), run_all)
 
 
 workflow_cmds.register(app)

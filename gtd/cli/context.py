@@ -73,6 +73,7 @@ def run_context(options: RunOptions):
     from gtd.escalation.escalator import Escalator, is_interactive
     from gtd.providers.registry import get_provider
     from gtd.workflow.context import RunContext
+    from gtd.workflow.git import git
     from gtd.workflow.progress import Progress
 
     loaded = load(options)
@@ -82,10 +83,14 @@ def run_context(options: RunOptions):
     audit = AuditLog(repo)
     interactive = is_interactive(options.non_interactive)
     escalator = Escalator(repo, interactive=interactive, audit=audit, phase=None, console=stderr)
+    progress = Progress(stderr, options.verbosity, events=sys.stdout if options.json else None,
+                        describe_commit=lambda sha: git(repo, "log", "-1", "--format=%s", sha).strip())
+    audit.listeners.append(progress.audited)
+    escalator.screen = progress  # the live view steps aside while a question is on screen
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
     audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.config.provider, interactive=interactive)
     return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
                       escalator=escalator, audit=audit,
-                      progress=Progress(stderr, options.verbosity), reload_config=lambda: load(options),
+                      progress=progress, reload_config=lambda: load(options),
                       level_override=options.level)

@@ -18,6 +18,8 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's text.")]
 Directory = Annotated[Optional[Path], typer.Option("--directory", "-C", help="Run as if started in this directory.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+JsonEvents = Annotated[bool, typer.Option("--json", help="Print a JSONL event stream on stdout (one object per "
+                                          "line with an \"event\" key; see the README) for CI and scripts.")]
 
 
 @dataclass
@@ -29,6 +31,7 @@ class RunOptions:
     quiet: bool = False
     verbose: bool = False
     directory: Path | None = None
+    json: bool = False  # --json: JSONL events on stdout
 
     @property
     def verbosity(self) -> int:

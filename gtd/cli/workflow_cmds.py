@@ -29,21 +29,29 @@ def workflow(options: RunOptions) -> Iterator:
     except EscalationPending:
         leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
         pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
-        stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
-                                      "hint": "run `gtd approve` in a terminal, then run gtd again"}))
         ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
+        ctx.progress.finish("escalation_pending", ExitCode.ESCALATION_PENDING, requests=pending)
+        if not options.json:  # with --json the run_end event carries the requests
+            stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
+                                          "hint": "run `gtd approve` in a terminal, then run gtd again"}))
         raise typer.Exit(ExitCode.ESCALATION_PENDING) from None
     except KeyboardInterrupt:
         ctx.audit.record("interrupted")
         leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
+        ctx.progress.finish("interrupted", ExitCode.INTERRUPTED)
         raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
                           "(any partial changes are left uncommitted in the work tree)") from None
     except GtdError as exc:
         if exc.exit_code != ExitCode.USAGE:
             leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
+        ctx.progress.finish("failed", int(exc.exit_code), error=str(exc))
+        raise
+    except BaseException:
+        ctx.progress.finish("failed", ExitCode.FAILURE)
         raise
     else:
         leftovers.forget(ctx.repo)
+        ctx.progress.finish("ok", ExitCode.OK)
 
 
 def next_step(options: RunOptions, run_all: bool) -> None:
@@ -62,12 +70,12 @@ def register(app: typer.Typer) -> None:
         goal: Annotated[Optional[str], typer.Argument(help="What you want done (appended to TODO.md as the seed).")] = None,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-        directory: opt.Directory = None,
+        directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
         """Run the plan phase: the agent writes TODO.md; gtd checks it and commits."""
         from gtd.workflow.plan import plan
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
             plan(ctx, goal)
 
     @app.command("build")
@@ -75,24 +83,24 @@ def register(app: typer.Typer) -> None:
         one: Annotated[bool, typer.Option("--one", help="Build only the next item (package) and stop.")] = False,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-        directory: opt.Directory = None,
+        directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
         """Run the build phase: item by item, tests after each, gtd ticks and commits (capped by maxBuildSteps)."""
         from gtd.workflow.build import build, build_step
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
             build_step(ctx) if one else build(ctx)
 
     @app.command("learn")
     def learn_cmd(
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-        directory: opt.Directory = None,
+        directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
         """Run the learn phase: merge the plan's learnings into AGENTS.md, then remove TODO.md."""
         from gtd.workflow.learn import learn
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
             learn(ctx)
 
     app.command("demo")(demo)

@@ -165,6 +165,7 @@ class Escalator:
         # The running agent's inactivity clock (gtd.providers.runner.ActivityClock), held while a question
         # is on screen so the person's thinking time is never taken for a hung agent.
         self.clock = None
+        self.screen = None  # the progress view (gtd.workflow.progress.Progress): paused while asking
         self.pending = PendingStore(repo_root)
         self.headless_denied: list[EscalationRequest] = []
         self._lock = threading.Lock()
@@ -194,8 +195,9 @@ class Escalator:
             self.audit.record("escalation_decision", id=request.id, target=request.target,
                               decision=Decision.DENY.value, decided_by=BY_HEADLESS, pending=True)
             return Decision.DENY
-        clock = self.clock
-        with clock.person_waiting() if clock is not None else contextlib.nullcontext():
+        clock, screen = self.clock, self.screen
+        with clock.person_waiting() if clock is not None else contextlib.nullcontext(), \
+                screen.paused() if screen is not None else contextlib.nullcontext():
             decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input)
         fields: dict = {}
         if decision in (Decision.PROJECT, Decision.USER):

@@ -15,6 +15,7 @@ class EventKind(str, Enum):
     TOOL_RESULT = "tool_result"  # a tool finished (tool_id, text, is_error)
     END = "end"  # the run finished (usage, cost_usd, is_error)
     ERROR = "error"  # API or CLI error (text)
+    RETRY = "retry"  # the CLI is retrying a failed API request itself (text: what failed, attempt)
 
 
 @dataclass
@@ -48,6 +49,31 @@ class AgentEvent:
         """Inverse of `to_dict`; unknown keys are ignored so older readers accept newer writers."""
         known = {"text", "tool", "tool_input", "tool_id", "is_error", "session_id", "model", "tools", "usage", "cost_usd"}
         return cls(kind=EventKind(data["kind"]), raw=data, **{k: v for k, v in data.items() if k in known})
+
+
+def token_counts(usage: dict[str, Any] | None) -> tuple[int, int] | None:
+    """(input, output) tokens from any CLI's usage object, cache reads/writes counted as input:
+    claude `input_tokens`/`output_tokens`/`cache_*_input_tokens`, opencode `input`/`output`/`reasoning`/
+    `cache.{read,write}`, pi `input`/`output`/`cacheRead`/`cacheWrite`. None if it has no token counts."""
+    if not isinstance(usage, dict):
+        return None
+
+    def num(*keys: str) -> int:
+        total = 0
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total += int(value)
+        return total
+
+    known = {"input_tokens", "output_tokens", "input", "output"}
+    if not known & usage.keys():
+        return None
+    cache = usage.get("cache") if isinstance(usage.get("cache"), dict) else {}
+    cached = sum(int(v) for v in (cache.get("read"), cache.get("write")) if isinstance(v, (int, float)))
+    inputs = num("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "input", "cacheRead",
+                 "cacheWrite") + cached
+    return inputs, num("output_tokens", "output", "reasoning")
 
 
 def json_object(line: str) -> dict[str, Any] | None:

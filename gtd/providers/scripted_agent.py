@@ -179,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         run_action(action, i)
     if turn.get("say"):
         _emit(AgentEvent(EventKind.TEXT, text=turn["say"]))
-    _emit(AgentEvent(EventKind.END, session_id=session_id, usage={"turns": 1}, cost_usd=0.0))
+    # Token counts a model would report, made up deterministically (about 4 characters a token).
+    said = len(turn.get("say", "")) + len(json.dumps(turn.get("actions", [])))
+    _emit(AgentEvent(EventKind.END, session_id=session_id, usage={"input": len(prompt) // 4, "output": said // 4},
+                     cost_usd=0.0))
     return 0
 
 

@@ -28,7 +28,7 @@ def build_step(ctx: RunContext) -> str | None:
     if not items:
         return None
     titles = "; ".join(item.text for item in items)
-    ctx.progress.phase("build", f"{titles} (level {ctx.level_for(Phase.BUILD).value}, provider {ctx.provider.name})")
+    ctx.progress.phase("build", item=titles, level=ctx.level_for(Phase.BUILD).value, provider=ctx.provider.name)
     agent = PhaseAgent(ctx, Phase.BUILD)
     test_command = ctx.config.test_command
     prompt = render("build", items="\n".join(f"- {i.text}\n  - Tests: {i.tests}" for i in items),

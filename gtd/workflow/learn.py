@@ -20,7 +20,7 @@ def learn(ctx: RunContext) -> str | None:
     learnings = todo.learnings if todo else []
     sha = None
     if learnings:
-        ctx.progress.phase("learn", f"(level {ctx.level_for(Phase.LEARN).value}, provider {ctx.provider.name})")
+        ctx.progress.phase("learn", level=ctx.level_for(Phase.LEARN).value, provider=ctx.provider.name)
         agent = PhaseAgent(ctx, Phase.LEARN)
         agent.ask(render("learn", title=title, learnings="\n".join(learnings), agents=read_text(ctx, AGENTS_FILE)),
                   system_prompt=render("system_learn"), editable_paths=[AGENTS_FILE])

@@ -219,14 +219,19 @@ class PhaseAgent:
         asked: set[str] = set()  # what this test run already escalated: never asked twice
         for _ in range(MAX_ESCALATION_ROUNDS):
             policy = self.policy()
-            with self._open(policy) as session:
-                try:
-                    done = session.run(["/bin/sh", "-c", command], cwd=self.ctx.repo,
-                                       timeout=self.ctx.config.test_timeout_seconds)
-                except subprocess.TimeoutExpired as exc:
-                    output = _text(exc.stdout) + _text(exc.stderr)
-                    return TestRun(False, output + f"\n[gtd] test command timed out after {exc.timeout:.0f}s", None)
-            output = _text(done.stdout) + _text(done.stderr)
+            self.ctx.progress.running_command(f"test command: {command}")
+            try:
+                with self._open(policy) as session:
+                    done = run_streaming(session, ["/bin/sh", "-c", command], cwd=self.ctx.repo,
+                                         timeout=self.ctx.config.test_timeout_seconds,
+                                         on_line=self.ctx.progress.output)
+            finally:
+                self.ctx.progress.running_command(None)
+            output = _text(done.stdout)
+            if done.returncode is None:
+                return TestRun(False, output + f"\n[gtd] test command timed out after "
+                                               f"{self.ctx.config.test_timeout_seconds}s (raise testTimeoutSeconds if "
+                                               "it needs longer)", None)
             self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode)
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
@@ -258,6 +263,46 @@ class PhaseAgent:
 # Network failures that name no host (so only a level can be asked for).
 _NETWORK_DOWN = re.compile(r"Network is unreachable|ENETUNREACH|Temporary failure in name resolution|"
                            r"Name or service not known|getaddrinfo failed|No address associated with hostname")
+
+
+def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeout: float,
+                  on_line) -> subprocess.CompletedProcess:
+    """Run a command in the sandbox, its stdout and stderr merged in order and handed line by line to
+    `on_line` (the live tail) as they come. returncode None means it ran past `timeout` and its
+    process group was killed."""
+    import threading
+
+    from gtd.providers.runner import kill_process_group, process_group
+
+    proc = session.popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pgid = process_group(proc)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        for raw in iter(proc.stdout.readline, b""):
+            chunks.append(raw)
+            try:
+                on_line(raw.decode("utf-8", "replace").rstrip("\n"))
+            except Exception:  # noqa: BLE001 - the display never breaks the test run
+                pass
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    code: int | None
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    except BaseException:
+        kill_process_group(proc, pgid)
+        proc.wait()
+        raise
+    finally:
+        kill_process_group(proc, pgid)  # leftovers (a background server) do not outlive the run
+    reader.join(timeout=5)
+    if code is None:
+        proc.wait()
+    return subprocess.CompletedProcess(argv, code, b"".join(chunks), b"")
 
 
 def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, repo: Path) -> bool:

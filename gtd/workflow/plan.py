@@ -42,7 +42,7 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         existing = workspace_files.read_text(ctx.repo, TODO_FILE) or ""
         workspace_files.write_text(ctx.repo, TODO_FILE, existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n")
     commit_human_edits(ctx.repo)
-    ctx.progress.phase("plan", f"(level {ctx.level_for(Phase.PLAN).value}, provider {provider.name})")
+    ctx.progress.phase("plan", level=ctx.level_for(Phase.PLAN).value, provider=provider.name)
     agent = PhaseAgent(ctx, Phase.PLAN)
     prompt = render("plan", goal=f"Goal: {goal}" if goal else "Refine the plan in TODO.md.",
                     todo=read_text(ctx, TODO_FILE), feedback=feedback_since_plan(ctx),

@@ -1,57 +1,363 @@
-"""What a person sees while the agent works: phase, each tool call as it happens, elapsed time.
+"""What a person (or a script) sees while gtd works.
 
-Line-based on purpose: a live-redrawing display would fight with escalation prompts that
-may appear at any moment (the proxy asks while holding a connection).
+Three views of the same happenings:
+- on a terminal: lines for what happened (tool calls, refusals, commits) above a live status
+  area -- phase, level, provider, item, elapsed time, spinner, tokens and cost, "Ctrl-C to stop",
+  the running tool call or test command, and the last lines of its output;
+- off a terminal: the same lines, plain (no colours, no cursor movement);
+- `--json`: one JSON object per line on stdout, each with an "event" key (schema in the README).
+A summary closes every run: commits, refusals, approvals, time, tokens and cost.
+
+It learns about refusals, escalations, test runs and commits from the audit log's records (every
+one of them is audited anyway), so the workflow code only says when a phase starts. Everything
+the agent wrote is shown through gtd.terminal_text.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
 
-from gtd.providers.events import AgentEvent, EventKind
-from gtd.terminal_text import markup
+from gtd.providers.events import AgentEvent, EventKind, token_counts
+from gtd.terminal_text import markup, visible
 
-_MAX_INPUT_CHARS = 100
+TAIL_LINES = 5  # lines of a running command's output kept on screen
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def _count(n: int) -> str:
+    return f"{n / 1_000_000:.1f}M" if n >= 1_000_000 else f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class Usage:
+    """Tokens and cost as the CLIs report them (None when a CLI reports none)."""
+
+    input: int = 0
+    output: int = 0
+    cost_usd: float | None = None
+    reported: bool = False
+
+    def add(self, event: AgentEvent) -> None:
+        counts = token_counts(event.usage)
+        if counts is not None:
+            self.input += counts[0]
+            self.output += counts[1]
+            self.reported = True
+        if isinstance(event.cost_usd, (int, float)):
+            self.cost_usd = (self.cost_usd or 0.0) + float(event.cost_usd)
+            self.reported = True
+
+    def merge(self, other: "Usage") -> None:
+        self.input += other.input
+        self.output += other.output
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+        self.reported = self.reported or other.reported
+
+    def describe(self) -> str:
+        if not self.reported:
+            return ""
+        text = f"{_count(self.input)} in / {_count(self.output)} out tokens"
+        return text + (f" · ${self.cost_usd:.4f}" if self.cost_usd is not None else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": {"input": self.input, "output": self.output} if self.reported else None,
+                "cost_usd": self.cost_usd}
+
+
+@dataclass
+class _Phase:
+    name: str
+    item: str | None
+    started: float
+    level: str | None = None
+    provider: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    committed: bool = False
 
 
 class Progress:
-    def __init__(self, console: Console, verbosity: int = 0):
+    """One per gtd invocation. Thread-safe: the proxy reports refusals from its own threads."""
+
+    def __init__(self, console: Console, verbosity: int = 0, *, live: bool | None = None,
+                 events: IO[str] | None = None, describe_commit: Callable[[str], str] | None = None):
         self.console = console
         self.verbosity = verbosity  # -1 quiet, 0 normal, 1 verbose
+        self.events = events  # --json: the JSONL stream (stdout)
+        self.live_enabled = console.is_terminal and verbosity >= 0 if live is None else live
+        self.describe_commit = describe_commit
         self.started = time.monotonic()
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+        self._paused = 0
+        self.phase_now: _Phase | None = None
+        self.running: str | None = None  # the tool call or test command in progress
+        self.running_since = 0.0
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.usage = Usage()
+        self.commits: list[tuple[str, str]] = []  # (short hash, subject)
+        self.refusals: list[str] = []
+        self.approvals: list[str] = []
+        self.denials: list[str] = []
+        self.retrying: str | None = None
+        self.finished = False
 
-    def _elapsed(self) -> str:
-        seconds = int(time.monotonic() - self.started)
-        return f"[dim]{seconds // 60:02d}:{seconds % 60:02d}[/dim]"
+    # -- what the workflow says ---------------------------------------------------------------
 
-    def phase(self, name: str, detail: str = "") -> None:
-        if self.verbosity >= 0:
-            self.console.print(f"{self._elapsed()} [bold cyan]{markup(name)}[/bold cyan] {markup(detail)}")
+    def phase(self, name: str, detail: str = "", *, item: str | None = None, level: str | None = None,
+              provider: str | None = None) -> None:
+        with self._lock:
+            self._end_phase()
+            self.phase_now = _Phase(name, item, time.monotonic(), level, provider)
+            self.running, self.retrying = None, None
+            self.tail.clear()
+            self._emit("phase_start", phase=name, item=item, level=level, provider=provider)
+            if self.verbosity >= 0:
+                shown = " ".join(part for part in (markup(item) if item else "", markup(detail),
+                                                   f"(level {markup(level)}, provider {markup(provider)})"
+                                                   if level and provider else "") if part)
+                self._line(f"[bold cyan]{markup(name)}[/bold cyan] {shown}".rstrip())
+            self._start_live()
 
     def info(self, text: str) -> None:
         """`text` is gtd's own markup: anything it quotes must already be `terminal_text.markup()`ed."""
         if self.verbosity >= 0:
-            self.console.print(f"{self._elapsed()} {text}")
+            self._line(text)
 
     def warn(self, text: str) -> None:
-        self.console.print(f"{self._elapsed()} [yellow]{markup(text)}[/yellow]")
+        self._emit("warning", text=text)
+        self._line(f"[yellow]{markup(text)}[/yellow]")
+
+    def output(self, line: str) -> None:
+        """One line of the running command's output (the test run), for the live tail."""
+        with self._lock:
+            self.tail.append(_one_line(visible(line, one_line=True), 200))
+        self._refresh()
+
+    def running_command(self, description: str | None) -> None:
+        """What runs now outside the agent (the test command); None when it is done."""
+        with self._lock:
+            self.running = description
+            self.running_since = time.monotonic()
+            if description:
+                self.tail.clear()
+        self._refresh()
 
     def event(self, event: AgentEvent) -> None:
-        if self.verbosity < 0:
+        """One event of the agent's stream."""
+        with self._lock:
+            phase = self.phase_now.name if self.phase_now else None
+            if event.kind == EventKind.TOOL_CALL:
+                from gtd.providers.runner import describe_call
+
+                self.running, self.running_since, self.retrying = describe_call(event), time.monotonic(), None
+                self.tail.clear()
+                self._emit("tool_call", phase=phase, tool=event.tool, id=event.tool_id, input=_summarize(event.tool_input))
+                if self.verbosity >= 0:
+                    self._line(f"  [magenta]{markup(event.tool or '?', one_line=True)}[/magenta] "
+                               f"{markup(_summarize(event.tool_input), one_line=True)}")
+            elif event.kind == EventKind.TOOL_RESULT:
+                self.running = None
+                lines = [visible(line, one_line=True) for line in (event.text or "").strip().splitlines()]
+                self.tail.clear()
+                self.tail.extend(_one_line(line, 200) for line in lines[-TAIL_LINES:])
+                self._emit("tool_result", phase=phase, tool=event.tool, id=event.tool_id, is_error=event.is_error)
+                if event.is_error and self.verbosity >= 0:
+                    first = (event.text or "").strip().splitlines()[:1]
+                    self._line(f"  [red]✗ {markup(first[0] if first else 'tool failed', one_line=True)}[/red]")
+            elif event.kind == EventKind.TEXT and event.text:
+                self.retrying = None
+                if self.verbosity > 0:
+                    self._line(f"  [dim]{markup(event.text.strip()[:500])}[/dim]")
+            elif event.kind == EventKind.RETRY:
+                self.retrying = event.text or "API error, retrying"
+                self._emit("api_retry", phase=phase, text=event.text)
+                if self.verbosity >= 0:
+                    self._line(f"  [yellow]{markup(event.text or 'API error, retrying', one_line=True)}[/yellow]")
+            elif event.kind == EventKind.END:
+                if self.phase_now is not None:
+                    self.phase_now.usage.add(event)
+                self.usage.add(event)
+            elif event.kind == EventKind.ERROR:
+                self._emit("agent_error", phase=phase, text=event.text)
+                self._line(f"  [red]agent error: {markup(event.text or '')}[/red]")
+        self._refresh()
+
+    # -- what the audit log records -----------------------------------------------------------
+
+    def audited(self, entry: dict) -> None:
+        """Listener on AuditLog.record: refusals, escalations, tests, commits become events and summary lines."""
+        kind = entry.get("event")
+        with self._lock:
+            phase = entry.get("phase")
+            if kind == "agent_run" and self.phase_now is not None:
+                self.phase_now.level = entry.get("level") or self.phase_now.level
+                self.phase_now.provider = entry.get("provider") or self.phase_now.provider
+            elif kind == "violation":
+                self.refusals.append(f"{entry.get('kind')} {entry.get('target')}")
+                self._emit("refusal", phase=phase, kind=entry.get("kind"), target=entry.get("target"),
+                           level=entry.get("level"), detail=entry.get("detail") or None)
+            elif kind == "escalation_request":
+                self._emit("escalation", phase=phase, id=entry.get("id"), kind=entry.get("kind"),
+                           target=entry.get("target"), level=entry.get("level"), reason=entry.get("reason"))
+            elif kind == "escalation_decision":
+                what = f"{entry.get('target')} ({entry.get('decision')}, by {entry.get('decided_by')})"
+                (self.denials if entry.get("decision") == "deny" else self.approvals).append(what)
+                self._emit("decision", id=entry.get("id"), target=entry.get("target"), decision=entry.get("decision"),
+                           decided_by=entry.get("decided_by"), commit=entry.get("commit"))
+                if entry.get("commit"):
+                    self._commit(entry["commit"])
+            elif kind == "test_run":
+                self._emit("test_run", phase=phase, exit_code=entry.get("exit_code"),
+                           passed=entry.get("exit_code") == 0)
+            elif kind == "step":
+                if self.phase_now is not None and self.phase_now.name == entry.get("step"):
+                    self.phase_now.committed = True
+                if entry.get("commit"):
+                    self._commit(entry["commit"], step=entry.get("step"))
+
+    def _commit(self, sha: str, step: str | None = None) -> None:
+        subject = ""
+        if self.describe_commit is not None:
+            try:
+                subject = self.describe_commit(sha)
+            except Exception:  # noqa: BLE001 - the summary never fails the run
+                subject = ""
+        self.commits.append((sha[:10], subject))
+        self._emit("commit", step=step, hash=sha, subject=subject or None)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def finish(self, status: str, exit_code: int, **extra: Any) -> None:
+        """Close the live view, print the summary (stderr) and the run_end event (--json)."""
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+            self._end_phase()
+            self._stop_live()
+            seconds = time.monotonic() - self.started
+            self._emit("run_end", status=status, exit_code=int(exit_code), seconds=round(seconds, 1),
+                       commits=[{"hash": h, "subject": s} for h, s in self.commits], refusals=len(self.refusals),
+                       approvals=len(self.approvals), denials=len(self.denials), **self.usage.to_dict(), **extra)
+            if self.verbosity < 0 or (self.phase_now is None and not self.commits):
+                return
+            lines = [f"[bold]summary[/bold] ({markup(status)}, {_clock(seconds)}"
+                     + (f", {markup(self.usage.describe())}" if self.usage.reported else "") + ")"]
+            for short, subject in self.commits:
+                lines.append(f"  committed {short} {markup(subject, one_line=True)}")
+            if not self.commits:
+                lines.append("  nothing committed")
+            if self.refusals:
+                lines.append(f"  refused by the sandbox: {len(self.refusals)} "
+                             f"({markup(_one_line('; '.join(self.refusals), 160))}) -- see `gtd audit`")
+            for approval in self.approvals:
+                lines.append(f"  approved: {markup(approval, one_line=True)}")
+            for denial in self.denials:
+                lines.append(f"  denied: {markup(denial, one_line=True)}")
+            self.console.print("\n".join(lines), highlight=False)
+
+    def _end_phase(self) -> None:
+        phase = self.phase_now
+        if phase is None:
             return
-        if event.kind == EventKind.TOOL_CALL:
-            shown = _summarize(event.tool_input)
-            self.console.print(f"{self._elapsed()}   [magenta]{markup(event.tool or '?', one_line=True)}[/magenta] {markup(shown, one_line=True)}")
-        elif event.kind == EventKind.TOOL_RESULT and event.is_error:
-            first = (event.text or "").strip().splitlines()[:1]
-            self.console.print(f"{self._elapsed()}   [red]✗ {markup(first[0] if first else 'tool failed', one_line=True)}[/red]")
-        elif event.kind == EventKind.TEXT and self.verbosity > 0 and event.text:
-            self.console.print(f"{self._elapsed()}   [dim]{markup(event.text.strip()[:500])}[/dim]")
-        elif event.kind == EventKind.ERROR:
-            self.console.print(f"{self._elapsed()}   [red]agent error: {markup(event.text or '')}[/red]")
+        self._emit("phase_end", phase=phase.name, committed=phase.committed,
+                   seconds=round(time.monotonic() - phase.started, 1), **phase.usage.to_dict())
+        if phase.usage.reported and self.verbosity >= 0:
+            self._line(f"[dim]{markup(phase.name)}: {markup(phase.usage.describe())}[/dim]")
+        self.phase_now = None
+
+    # -- the screen ---------------------------------------------------------------------------
+
+    @contextmanager
+    def paused(self):
+        """No live area while a question is on screen (its redraws would fight the prompt)."""
+        with self._lock:
+            self._paused += 1
+            self._stop_live()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._paused -= 1
+                if self.phase_now is not None:
+                    self._start_live()
+
+    def _line(self, text: str) -> None:
+        elapsed = f"[dim]{_clock(time.monotonic() - self.started)}[/dim]"
+        self.console.print(f"{elapsed} {text}", highlight=False)
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        if self.events is None:
+            return
+        record = {"event": event, "time": round(time.monotonic() - self.started, 3),
+                  **{k: v for k, v in fields.items() if v is not None}}
+        self.events.write(json.dumps(record, ensure_ascii=True, default=str) + "\n")
+        self.events.flush()
+
+    def _start_live(self) -> None:
+        if not self.live_enabled or self._live is not None or self._paused or self.finished:
+            return
+        self._live = Live(self, console=self.console, refresh_per_second=8, transient=True,
+                          redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+    def _refresh(self) -> None:
+        live = self._live
+        if live is not None:
+            live.refresh()
+
+    def __rich__(self) -> Group:
+        """The live status area (redrawn by rich.Live from its own thread)."""
+        with self._lock:
+            now = time.monotonic()
+            phase = self.phase_now
+            status = Text()
+            status.append(_SPINNER[int(now * 10) % len(_SPINNER)] + " ", style="cyan")
+            status.append(phase.name if phase else "gtd", style="bold cyan")
+            for part in (phase.level if phase else None, phase.provider if phase else None,
+                         _one_line(phase.item, 60) if phase and phase.item else None):
+                if part:
+                    status.append(" · " + visible(part, one_line=True))
+            status.append(" · " + _clock(now - self.started))
+            if self.usage.reported:
+                status.append(" · " + self.usage.describe())
+            status.append(" · Ctrl-C to stop", style="dim")
+            rows = [status]
+            if self.retrying:
+                rows.append(Text("  ↻ " + _one_line(visible(self.retrying, one_line=True)), style="yellow"))
+            if self.running:
+                rows.append(Text(f"  ▶ {_one_line(visible(self.running, one_line=True))} "
+                                 f"({_clock(now - self.running_since)})", style="magenta"))
+            for line in self.tail:
+                rows.append(Text("    │ " + line, style="dim", no_wrap=True, overflow="ellipsis"))
+            return Group(*rows)
 
 
 def _summarize(tool_input: dict | None) -> str:
@@ -63,5 +369,5 @@ def _summarize(tool_input: dict | None) -> str:
             break
     else:
         text = json.dumps(tool_input, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_INPUT_CHARS else text[: _MAX_INPUT_CHARS - 1] + "…"
+    return _one_line(text, 100)
+
