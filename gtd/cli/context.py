@@ -28,6 +28,10 @@ class LazyConsole:
             object.__setattr__(self, "_console", SafeConsole(**self._settings))
         return self._console
 
+    def real(self):
+        """The console itself (rich.Live needs one: special methods are not forwarded)."""
+        return self._get()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
 
@@ -83,7 +87,7 @@ def run_context(options: RunOptions):
     audit = AuditLog(repo)
     interactive = is_interactive(options.non_interactive)
     escalator = Escalator(repo, interactive=interactive, audit=audit, phase=None, console=stderr)
-    progress = Progress(stderr, options.verbosity, events=sys.stdout if options.json else None,
+    progress = Progress(stderr.real(), options.verbosity, events=sys.stdout if options.json else None,
                         describe_commit=lambda sha: git(repo, "log", "-1", "--format=%s", sha).strip())
     audit.listeners.append(progress.audited)
     escalator.screen = progress  # the live view steps aside while a question is on screen

@@ -122,6 +122,7 @@ class Progress:
         self.denials: list[str] = []
         self.retrying: str | None = None
         self.finished = False
+        self._last_render: Group | None = None
 
     # -- what the workflow says ---------------------------------------------------------------
 
@@ -334,31 +335,39 @@ class Progress:
             live.refresh()
 
     def __rich__(self) -> Group:
-        """The live status area (redrawn by rich.Live from its own thread)."""
-        with self._lock:
-            now = time.monotonic()
-            phase = self.phase_now
-            status = Text()
-            status.append(_SPINNER[int(now * 10) % len(_SPINNER)] + " ", style="cyan")
-            status.append(phase.name if phase else "gtd", style="bold cyan")
-            for part in (phase.level if phase else None, phase.provider if phase else None,
-                         _one_line(phase.item, 60) if phase and phase.item else None):
-                if part:
-                    status.append(" · " + visible(part, one_line=True))
-            status.append(" · " + _clock(now - self.started))
-            if self.usage.reported:
-                status.append(" · " + self.usage.describe())
-            status.append(" · Ctrl-C to stop", style="dim")
-            rows = [status]
-            if self.retrying:
-                rows.append(Text("  ↻ " + _one_line(visible(self.retrying, one_line=True)), style="yellow"))
-            if self.running:
-                rows.append(Text(f"  ▶ {_one_line(visible(self.running, one_line=True))} "
-                                 f"({_clock(now - self.running_since)})", style="magenta"))
-            for line in self.tail:
-                rows.append(Text("    │ " + line, style="dim", no_wrap=True, overflow="ellipsis"))
-            return Group(*rows)
+        """The live status area (redrawn by rich.Live from its own thread). Never waits for the lock:
+        whoever holds it may be stopping the Live, which waits for this thread."""
+        if not self._lock.acquire(blocking=False):
+            return self._last_render or Group()
+        try:
+            self._last_render = self._render()
+            return self._last_render
+        finally:
+            self._lock.release()
 
+    def _render(self) -> Group:
+        now = time.monotonic()
+        phase = self.phase_now
+        status = Text()
+        status.append(_SPINNER[int(now * 10) % len(_SPINNER)] + " ", style="cyan")
+        status.append(phase.name if phase else "gtd", style="bold cyan")
+        for part in (phase.level if phase else None, phase.provider if phase else None,
+                     _one_line(phase.item, 60) if phase and phase.item else None):
+            if part:
+                status.append(" · " + visible(part, one_line=True))
+        status.append(" · " + _clock(now - self.started))
+        if self.usage.reported:
+            status.append(" · " + self.usage.describe())
+        status.append(" · Ctrl-C to stop", style="dim")
+        rows = [status]
+        if self.retrying:
+            rows.append(Text("  ↻ " + _one_line(visible(self.retrying, one_line=True)), style="yellow"))
+        if self.running:
+            rows.append(Text(f"  ▶ {_one_line(visible(self.running, one_line=True))} "
+                             f"({_clock(now - self.running_since)})", style="magenta"))
+        for line in self.tail:
+            rows.append(Text("    │ " + line, style="dim", no_wrap=True, overflow="ellipsis"))
+        return Group(*rows)
 
 def _summarize(tool_input: dict | None) -> str:
     if not tool_input:
