@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -18,12 +19,14 @@ LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this lev
 
 
 def _policy(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True):
+    from gtd.config.view import ConfigView
     from gtd.sandbox.policy import build_policy
 
     loaded = _load(directory)
     workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
-    needs = _provider_needs(loaded.config) if with_provider else None
-    return build_policy(loaded.config, workspace=workspace, phase=phase, level=level, needs=needs)
+    config = ConfigView(loaded.values)  # validated values: no pydantic models on `gtd sandbox run`
+    needs = _provider_needs(config) if with_provider else None
+    return build_policy(config, workspace=workspace, phase=phase, level=level, needs=needs)
 
 
 def _load(directory: Path | None):
@@ -192,14 +195,38 @@ def _escalator(policy, phase: Phase | None, non_interactive: bool):
     """Live network escalations for `sandbox run` inside a git repository (where rules can be saved)."""
     from gtd.audit import AuditLog
     from gtd.config.loader import find_repo_root
-    from gtd.escalation.escalator import Escalator, is_interactive
 
     repo = find_repo_root(policy.workspace)
     if repo is None:
         return None
     audit = AuditLog(repo)
     audit.record("sandbox_run", level=policy.level.value, phase=phase.value if phase else None)
-    return Escalator(repo, interactive=is_interactive(non_interactive), audit=audit, phase=phase)
+    return _OnDemandEscalator(repo, audit, phase, non_interactive)
+
+
+class _OnDemandEscalator:
+    """The Escalator, built at the first connection no rule allows. Most runs never ask, and the
+    escalation layer (prompt, pending store, request models) costs more to import than the whole
+    start-up budget of `gtd sandbox run`."""
+
+    def __init__(self, repo: Path, audit, phase: Phase | None, non_interactive: bool):
+        self.audit = audit
+        self._args = (repo, phase, non_interactive)
+        self._escalator = None
+        self._lock = threading.Lock()  # the proxy asks from one thread per connection
+
+    def network_decider(self, connection) -> bool:
+        with self._lock:
+            if self._escalator is None:
+                from gtd.escalation.escalator import Escalator, is_interactive
+
+                repo, phase, non_interactive = self._args
+                self._escalator = Escalator(repo, interactive=is_interactive(non_interactive), audit=self.audit, phase=phase)
+        return self._escalator.network_decider(connection)
+
+    @property
+    def headless_denied(self) -> list:
+        return self._escalator.headless_denied if self._escalator is not None else []
 
 
 def register(app: typer.Typer) -> None:

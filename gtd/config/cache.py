@@ -24,7 +24,7 @@ from gtd.errors import GtdError
 MAX_ENTRIES = 64
 
 # gtd's own modules whose code decides what a config file validates to.
-_CODE = ("config/schema.py", "config/levels.py", "config/validation.py", "config/loader.py", "config/merge.py",
+_CODE = ("config/schema.py", "config/levels.py", "config/defaults.py", "config/validation.py", "config/loader.py", "config/merge.py",
          "config/files.py", "config/cache.py", "escalation/trust.py")
 
 

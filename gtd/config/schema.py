@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
+from gtd.config.defaults import DEFAULT_DENY_READ, DEFAULT_NETWORK_DOMAINS  # noqa: F401 - re-exported
 from gtd.config.levels import Level, Phase  # noqa: F401 - re-exported: the enums live apart so the CLI parses them without pydantic
 
 
@@ -22,42 +23,6 @@ class ConfigModel(BaseModel):
         use_enum_values=False,
         validate_default=True,
     )
-
-
-# Secrets in HOME that no level below `full` may read. Lists combine by union across
-# layers, so no config layer can remove one of these.
-DEFAULT_DENY_READ = [
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-    "~/.config/gh",
-    "~/.config/gcloud",
-    "~/.azure",
-    "~/.kube",
-    "~/.docker",
-    "~/.netrc",
-    "~/.npmrc",
-    "~/.pypirc",
-    "~/.git-credentials",
-    "~/.config/git/credentials",
-    "~/.cargo/credentials",
-    "~/.cargo/credentials.toml",
-    "~/.password-store",
-    "~/.terraform.d",
-    "~/.vault-token",
-]
-
-DEFAULT_NETWORK_DOMAINS = [
-    "pypi.org:443",
-    "files.pythonhosted.org:443",
-    "registry.npmjs.org:443",
-    "registry.yarnpkg.com:443",
-    "crates.io:443",
-    "static.crates.io:443",
-    "index.crates.io:443",
-    "proxy.golang.org:443",
-    "sum.golang.org:443",
-]
 
 
 class LevelRules(ConfigModel):

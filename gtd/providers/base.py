@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gtd.config.schema import Phase
+from gtd.config.levels import Phase
 from gtd.providers.events import AgentEvent
 
 

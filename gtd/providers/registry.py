@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from gtd.config.schema import GtdConfig
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.providers.base import Provider
+
+if TYPE_CHECKING:
+    from gtd.config.schema import GtdConfig
 
 # name -> (module, class); `auto` tries the real CLIs in this order.
 PROVIDERS: dict[str, tuple[str, str]] = {
@@ -62,6 +65,8 @@ def get_provider(name: str, config: GtdConfig) -> Provider:
 
 def provider_report() -> list[dict]:
     """Each real CLI's presence and version (for `gtd doctor`)."""
+    from gtd.config.schema import GtdConfig
+
     report = []
     for name in AUTO_ORDER:
         try:

@@ -12,10 +12,11 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gtd import paths
-from gtd.config.schema import DEFAULT_DENY_READ, GtdConfig, Level, Phase
+from gtd.config.defaults import DEFAULT_DENY_READ
+from gtd.config.levels import Level, Phase
 from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.domains import parse_rule
@@ -23,6 +24,9 @@ from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.limits import ResourceLimits
 from gtd.sandbox.registries import Registry, user_registries
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
+
+if TYPE_CHECKING:
+    from gtd.config.schema import GtdConfig  # or a ConfigView over validated values: no pydantic needed
 
 # Always hidden, on top of config's DEFAULT_DENY_READ: more credential stores, shell/REPL histories
 # (commands typed with tokens in them) and browser profiles (session cookies). A path that does not
@@ -151,7 +155,7 @@ def level_for(config: GtdConfig, phase: Phase | None, level: Level | None) -> Le
     if level is not None:
         return level
     if phase is not None:
-        return config.sandbox.phases.for_phase(phase)
+        return Level(config.sandbox.phases.for_phase(phase))  # a GtdConfig or a ConfigView (its string)
     return Level.READONLY
 
 

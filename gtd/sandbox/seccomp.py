@@ -155,3 +155,41 @@ def filter_fd(program: bytes) -> int:
     finally:
         os.close(w)
     return r
+
+
+def cached_filter() -> bytes:
+    """compile_filter(), remembered in gtd's state directory (which the sandbox cannot write).
+
+    Loading libseccomp through ctypes costs more than the rest of a sandbox start, while the program
+    (about 1 KB) is fixed by this module's rules, the bindings' code and the CPU architecture: those
+    key the cache, so a change to any of them compiles afresh. A damaged entry is compiled again."""
+    import hashlib
+    import importlib.util
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from gtd.paths import user_state_dir
+
+    key = hashlib.sha256(Path(__file__).read_bytes())
+    spec = importlib.util.find_spec("pyseccomp")
+    if spec is not None and spec.origin:
+        key.update(Path(spec.origin).read_bytes())
+    key.update(f"{os.uname().machine} {sys.maxsize} {sys.byteorder}".encode())
+    path = user_state_dir() / "cache" / "seccomp" / f"{key.hexdigest()}.bpf"
+    try:
+        program = path.read_bytes()
+        if program and len(program) % 8 == 0:  # whole `struct sock_filter` entries
+            return program
+    except OSError:
+        pass
+    program = compile_filter()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(program)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # not cached: the next start compiles again
+    return program

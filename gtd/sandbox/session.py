@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Literal, Sequence
 
-from gtd.config.schema import Level
+from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 
@@ -99,10 +99,10 @@ class SandboxSession:
                 self._start_proxy_on_host()
             else:
                 self._check_linux()
-                from gtd.sandbox.seccomp import compile_filter
+                from gtd.sandbox.seccomp import cached_filter
 
                 try:
-                    self._program = compile_filter()
+                    self._program = cached_filter()
                 except (OSError, ImportError, AttributeError) as exc:
                     raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
                 self._proxy = self._make_proxy()

@@ -66,3 +66,12 @@ def test_config_show_from_the_cache_imports_nothing_heavy(repo, args):
     first = imported_heavy(args, repo)
     assert "pydantic" in first  # validated once
     assert imported_heavy(args, repo) == []
+
+
+@pytest.mark.bwrap
+def test_sandbox_run_builds_no_pydantic_models_and_imports_no_rich(repo):
+    """`gtd sandbox run` reads the cached validated config through a view, and imports the escalation
+    layer only when a connection needs a decision."""
+    imported_heavy(["config", "show"], repo)  # validates once, fills the cache
+    heavy = imported_heavy(["sandbox", "run", "--", "true"], repo)
+    assert not {"pydantic", "rich", "tomlkit", "filelock", "gtd.escalation"} & set(heavy), heavy
