@@ -20,7 +20,7 @@ from rich.console import Console
 
 from gtd import workspace_files
 from gtd.audit import AuditLog
-from gtd.config.schema import Phase
+from gtd.config.schema import Level, Phase
 from gtd.config.writer import append_unique, edit_config_file, set_key
 from gtd.errors import GtdError
 from gtd.escalation import prompt
@@ -36,6 +36,7 @@ __all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_erro
 
 # Who decided, as written to the audit log.
 BY_USER, BY_SAVED_RULE, BY_HEADLESS, BY_EARLIER = "user", "saved rule", "headless deny", "earlier answer this run"
+BY_RAISED_LEVEL = "phase raised to network this run"
 
 
 def is_interactive(non_interactive_flag: bool) -> bool:
@@ -170,6 +171,9 @@ class Escalator:
         self.headless_denied: list[EscalationRequest] = []
         self._lock = threading.Lock()
         self._answers: dict[str, Decision] = {}  # request id -> decision, for this invocation
+        # Phases the person chose to run at a higher level for the rest of this invocation (a registry
+        # refused at readwrite: "run this phase at network"). RunContext.level_for reads it.
+        self.raised_levels: dict[Phase, Level] = {}
 
     def decide(self, request: EscalationRequest) -> Decision:
         with self._lock:
@@ -198,8 +202,13 @@ class Escalator:
         clock, screen = self.clock, self.screen
         with clock.person_waiting() if clock is not None else contextlib.nullcontext(), \
                 screen.paused() if screen is not None else contextlib.nullcontext():
-            decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input)
+            decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input,
+                                  offer_network=self._network_allows(request))
         fields: dict = {}
+        if decision == Decision.NETWORK and request.phase is not None:
+            self.raised_levels[request.phase] = Level.NETWORK
+            fields = {"raised_level": Level.NETWORK.value}
+            self.console.print(f"{request.phase.value} runs at level network for the rest of this run")
         if decision in (Decision.PROJECT, Decision.USER):
             try:
                 saved = save_rule(request, decision.value, self.repo_root)
@@ -223,7 +232,30 @@ class Escalator:
         request = EscalationRequest.create(kind="domain", target=f"{host}:{connection.port}", phase=self.phase,
                                            level=connection.level,
                                            reason=f"{self.activity or 'a process in the sandbox'} opened a connection to it")
+        raised = self.raised_levels.get(self.phase) if self.phase is not None else None
+        if raised is not None and raised.rank > connection.level.rank and self._network_allows(request):
+            self.audit.record("escalation_decision", id=request.id, target=request.target, decision="allow",
+                              decided_by=BY_RAISED_LEVEL)
+            return True  # the person already chose to run this phase at network
         return self.decide(request) != Decision.DENY
+
+    def _network_allows(self, request: EscalationRequest) -> bool:
+        """Whether a connection refused below `network` is one that level allows (a package registry: the
+        defaults, the network level's allowDomains, the person's own registry settings)."""
+        if request.kind != "domain" or request.phase is None or request.level.rank >= Level.NETWORK.rank:
+            return False
+        from gtd.config.loader import load_config
+        from gtd.escalation.trust import filter_untrusted_project
+        from gtd.sandbox.domains import DomainRules, split_host_port
+        from gtd.sandbox.policy import build_policy
+
+        try:
+            config = load_config(self.repo_root, project_filter=filter_untrusted_project).config
+            policy = build_policy(config, workspace=self.repo_root, phase=request.phase, level=Level.NETWORK)
+            host, port = split_host_port(request.target)
+            return DomainRules.parse(policy.reachable, policy.deny_domains).decide(host, port or 443) == "allow"
+        except Exception:  # noqa: BLE001 - an unreadable config offers nothing extra
+            return False
 
 
 # What common tools print when the network is unavailable to them, and where the host name is.

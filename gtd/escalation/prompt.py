@@ -24,15 +24,16 @@ class Decision(str, Enum):
     PROJECT = "project"  # save the rule to .gtdrc.json (committed, shared with the team)
     USER = "user"  # save the rule to the user config
     DENY = "deny"
+    NETWORK = "network"  # run the phase at level network for the rest of this run (a registry at readwrite)
 
 
 class Skip(Exception):
     """`gtd approve`: leave this request pending for later."""
 
 
-KEYS = {"o": Decision.ONCE, "p": Decision.PROJECT, "u": Decision.USER, "d": Decision.DENY}
-LABELS = {"o": "allow [b]o[/b]nce", "p": "save to [b]p[/b]roject config", "u": "save to [b]u[/b]ser config",
-          "d": "[b]d[/b]eny", "s": "[b]s[/b]kip (keep pending)"}
+KEYS = {"o": Decision.ONCE, "n": Decision.NETWORK, "p": Decision.PROJECT, "u": Decision.USER, "d": Decision.DENY}
+LABELS = {"o": "allow [b]o[/b]nce", "n": "run this phase at [b]n[/b]etwork (this run)", "p": "save to [b]p[/b]roject config",
+          "u": "save to [b]u[/b]ser config", "d": "[b]d[/b]eny", "s": "[b]s[/b]kip (keep pending)"}
 
 
 def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
@@ -47,10 +48,12 @@ def render(console: Console, request: EscalationRequest, repo_root: Path, *, tit
 
 def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True,
         allow_skip: bool = False, prompt_input: PromptInput | None = None,
-        title: str = "The sandbox blocked the agent") -> Decision:
-    """Ask until the answer is one of the keys. Raises Skip when the person skips (approve only)."""
+        title: str = "The sandbox blocked the agent", offer_network: bool = False) -> Decision:
+    """Ask until the answer is one of the keys. Raises Skip when the person skips (approve only).
+    `offer_network`: the host is a package registry the network level allows, so running the phase
+    at network (for this run) is one of the choices."""
     render(console, request, repo_root, title=title)
-    keys = [k for k in KEYS if allow_once or k != "o"] + (["s"] if allow_skip else [])
+    keys = [k for k in KEYS if (allow_once or k != "o") and (offer_network or k != "n")] + (["s"] if allow_skip else [])
     console.print(" / ".join(LABELS[k] for k in keys))
     read = prompt_input or (lambda text: console.input(markup(text)))
     question = f"Decision [{'/'.join(keys)}] (default d): "
@@ -65,7 +68,7 @@ def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_
             return Decision.DENY
         if not answer:
             return Decision.DENY
-        if answer[:1] in keys and (len(answer) == 1 or answer in {"once", "project", "user", "deny", "skip"}):
+        if answer[:1] in keys and (len(answer) == 1 or answer in {"once", "network", "project", "user", "deny", "skip"}):
             if answer[:1] == "s":
                 raise Skip()
             return KEYS[answer[:1]]

@@ -43,5 +43,8 @@ class RunContext:
         if self.level_override is not None:
             return self.level_override
         configured = self.config.sandbox.phases.for_phase(phase)
-        once = self.once_levels.get(phase)
-        return once if once is not None and configured.rank < once.rank else configured
+        level = configured
+        for once in (self.once_levels.get(phase), self.escalator.raised_levels.get(phase)):
+            if once is not None and level.rank < once.rank:
+                level = once
+        return level

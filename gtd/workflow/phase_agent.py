@@ -23,6 +23,7 @@ from gtd.providers.base import AgentRequest
 from gtd.providers.events import AgentEvent, EventKind
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
+from gtd.sandbox.hints import misleading_error_hints
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.sandbox.violations import denied_write_paths
@@ -101,6 +102,8 @@ class PhaseAgent:
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
                     for path in denied_write_paths(event.text or ""):
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
+                    for hint in misleading_error_hints(event.text or "", policy):
+                        self.ctx.progress.warn(hint)
 
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question on screen holds the agent's inactivity clock
@@ -235,6 +238,12 @@ class PhaseAgent:
             self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode)
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
+            hints = misleading_error_hints(output, policy) if done.returncode != 0 else []
+            if hints:  # a refused write dressed up as a network error: say so, and ask for no host
+                for hint in hints:
+                    self.ctx.progress.warn(hint)
+                self.ctx.audit.record("hint", phase=self.phase.value, hints=hints)
+                return TestRun(False, output + "\n" + "\n".join(hints), done.returncode)
             if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
                 return TestRun(done.returncode == 0, output, done.returncode)
             reason = f"test command `{command}` failed with a network error"

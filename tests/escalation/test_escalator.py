@@ -52,9 +52,24 @@ def test_prompt_shows_the_request_and_the_rules_that_would_be_saved(repo):
     assert "connect to registry.npmjs.org:443 (build phase, level readwrite)" in text
     assert "why: npm install failed" in text
     assert "sandbox.levels.readwrite.allowDomains += 'registry.npmjs.org:443'" in text
-    assert len(asked) == 1 and "[o/p/u/d]" in asked[0]
+    assert len(asked) == 1 and "[o/n/p/u/d]" in asked[0]  # a registry of the network level: n is offered
     assert not (repo / ".gtdrc.json").exists() and not user_config_file().exists()
     assert _decisions(repo) == [("deny", "user")]
+
+
+def test_running_the_phase_at_network_raises_its_level_for_the_rest_of_the_run(repo):
+    from gtd.config.loader import load_config
+    from gtd.workflow.context import RunContext
+
+    esc, asked, out = _escalator(repo, ["n"])
+    assert esc.decide(_req()) == Decision.NETWORK
+    assert "build runs at level network for the rest of this run" in out.getvalue()
+    ctx = RunContext(repo=repo, loaded=load_config(repo), provider_factory=lambda config: None, escalator=esc,
+                     audit=esc.audit, progress=None, reload_config=lambda: load_config(repo))
+    assert ctx.level_for(Phase.BUILD) == Level.NETWORK and ctx.level_for(Phase.PLAN) == Level.READONLY
+    esc, asked, _ = _escalator(repo, ["d"])
+    esc.decide(_req(target="unknown.example:443"))  # not a registry of the network level: no such choice
+    assert "[o/p/u/d]" in asked[0]
 
 
 def test_unclear_answers_are_asked_again_and_empty_or_eof_denies(repo):

@@ -1,0 +1,63 @@
+"""A write the sandbox refused, reported by npm as a network failure: gtd names the refused path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from gtd.config.schema import Level
+from gtd.sandbox.hints import misleading_error_hints
+from support import git, run_gtd
+from workload_support import allow_registry, run
+
+pytestmark = [pytest.mark.bwrap,
+              pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("npm") is None, reason="needs bwrap and npm")]
+
+
+@pytest.fixture
+def npm_registry(registry):
+    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
+    return registry
+
+
+def _install(port: int, cache) -> str:
+    return f"npm install --no-audit --fetch-retries 0 --cache {cache} --registry http://127.0.0.1:{port}/ gtd-shout"
+
+
+def test_npm_blaming_the_network_for_a_read_only_cache_gets_a_hint_naming_the_path(sandbox, repo, npm_registry, isolated_home):
+    cache = isolated_home / "team-cache"  # not a cache gtd knows, so read-only inside like the rest of HOME
+    cache.mkdir()
+    session = sandbox(Level.NETWORK, config=allow_registry(npm_registry.port))
+    r = run(session, _install(npm_registry.port, cache), repo)
+    assert r.returncode != 0 and "while trying to fetch" in r.stderr, r.stderr  # npm's own words: a fetch failed
+    hints = misleading_error_hints(r.stdout + r.stderr, session.policy)
+    assert hints and all(str(cache) in h for h in hints)
+    assert "not writable at level network" in hints[0] and "writablePaths" in hints[0]
+    assert misleading_error_hints("npm error network request to http://x.test/ failed, reason: ECONNREFUSED",
+                                  session.policy) == []
+
+
+def test_the_build_phase_shows_the_hint_and_asks_for_no_host(repo, npm_registry, isolated_home):
+    cache = isolated_home / "team-cache"
+    cache.mkdir()
+    user_config = isolated_home / ".config" / "gtd" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(f'[sandbox.phases]\nbuild = "network"\n[sandbox.levels.network]\n'
+                           f'allowDomains = ["127.0.0.1:{npm_registry.port}"]\n')
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content":
+                  "# Shout\n\n## Action items\n- [ ] Add shout\n  - Tests: npm install\n\n## Open questions\n\n## Learnings\n"}}]}],
+        "build": [{"actions": [{"write": {"path": "shout.js", "content": "module.exports = 1;\n"}}]}]}))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script), "testRetries": 0,
+                                                  "testCommand": _install(npm_registry.port, cache)}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "configure gtd")
+    (repo / "TODO.md").write_text("# Shout\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"the cause is the sandbox refusing to write {cache}" in result.stderr
+    assert "escalation_pending" not in result.stdout
