@@ -211,7 +211,7 @@ class FilteringProxy:
                 return None
             verdict = self.authorize(host, port or 443)
             if not verdict.ok:
-                _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {verdict.reason}\n")
+                _refuse(conn, target, verdict)
                 return None
             conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             if rest:
@@ -236,7 +236,7 @@ class FilteringProxy:
             return None
         verdict = self.authorize(host, port or 80)
         if not verdict.ok:
-            _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {authority} refused: {verdict.reason}\n")
+            _refuse(conn, authority, verdict)
             return None
         while len(rest) < body_length:
             chunk = conn.recv(min(BUFSIZE, body_length - len(rest)))
@@ -329,6 +329,17 @@ def _basic_password(headers: list[tuple[str, str]]) -> str:
                 except ValueError:
                     return ""
     return ""
+
+
+def _refuse(conn: socket.socket, target: str, verdict: Verdict) -> None:
+    """403 for what the policy refuses (an escalation can change that); for a host that is allowed
+    but unreachable, 502 (or 504 when the connection timed out): "cannot reach", never "refused"."""
+    if verdict.denied:
+        _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {verdict.reason}\n")
+    elif "timed out" in verdict.reason:
+        _reply(conn, 504, "Gateway Timeout", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
+    else:
+        _reply(conn, 502, "Bad Gateway", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
 
 
 def _reply(conn: socket.socket, code: int, text: str, extra: str = "", body: str = "") -> None:

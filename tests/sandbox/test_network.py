@@ -142,3 +142,19 @@ def test_proxy_token_is_required(sandbox, repo, http_server):
               f" curl -sS --max-time 5 -x socks5h://gtd:wrong@127.0.0.1:3128 {url} || echo socks-refused", repo)
     assert r.out.split()[:2] == ["407", "407"], r.out + r.err
     assert "socks-refused" in r.out and "PACKAGE" not in r.out
+
+
+def test_an_allowed_but_unreachable_upstream_is_cannot_reach_502_not_a_refusal(sandbox, repo):
+    """A model API or registry that is down is not the sandbox's doing: 502 "cannot reach", no violation,
+    and nothing a person could approve."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    s = sandbox(Level.NETWORK, config=_config(closed), resolver=_resolver)
+    r = sh(s, f"curl -sS --max-time 10 -w ' HTTP=%{{http_code}}' http://{REGISTRY}:{closed}/p;"
+              f" curl -sS --max-time 10 -p http://{REGISTRY}:{closed}/p", repo)
+    assert "HTTP=502" in r.out and f"gtd sandbox: cannot reach {REGISTRY}:{closed}" in r.out, (r.out, r.err)
+    assert "CONNECT tunnel failed, response 502" in r.err, r.err
+    assert f"{REGISTRY}:{closed} refused" not in r.out and s.violations == []
