@@ -7,6 +7,7 @@ guard) is done once for all providers by `gtd.providers.runner`.
 
 from __future__ import annotations
 
+import re
 import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ class AgentOutcome:
     session_id: str | None = None
 
 
+_NOT_LOGGED_IN = re.compile(r"not logged in|/login|invalid api key|api key|authenticat|unauthori[sz]ed|\b401\b",
+                            re.IGNORECASE)
+
+
 class Provider(ABC):
     name: str
     executable: str
@@ -89,3 +94,12 @@ class Provider(ABC):
 
     @abstractmethod
     def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome: ...
+
+    # How a person logs this CLI in (shown when its error says it is not logged in).
+    login_hint: str = ""
+
+    def explain_error(self, error: str | None) -> str | None:
+        """The CLI's error, plus how to log in when it is an authentication failure."""
+        if error and self.login_hint and _NOT_LOGGED_IN.search(error):
+            return f"{error}. Not logged in? {self.login_hint}"
+        return error

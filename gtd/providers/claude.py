@@ -27,6 +27,8 @@ PROTECTED_NAMES = ("settings.json", "settings.local.json", ".claude.json", "CLAU
 
 class ClaudeProvider(Provider):
     name = "claude"
+    login_hint = ("run `claude` once on this machine and log in with /login (gtd reuses that login), or set "
+                  "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for another endpoint)")
     executable = "claude"
     forbidden_tools = CLAUDE_INTERACTIVE
 
@@ -87,6 +89,11 @@ class ClaudeProvider(Provider):
         if data is None:
             return []
         kind = data.get("type")
+        if kind == "system" and data.get("subtype") == "api_retry":
+            status = data.get("error_status")
+            return [AgentEvent(EventKind.RETRY, raw=data, text=(
+                f"API error{f' {status}' if status else ''} ({data.get('error') or 'no detail'}), retrying "
+                f"(attempt {data.get('attempt', '?')} of {data.get('max_retries', '?')})"))]
         if kind == "system" and data.get("subtype") == "init":
             return [AgentEvent(EventKind.START, session_id=data.get("session_id"), model=data.get("model"),
                                tools=list(data.get("tools") or []), raw=data)]

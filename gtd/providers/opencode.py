@@ -32,6 +32,8 @@ XDG = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "
 
 class OpencodeProvider(Provider):
     name = "opencode"
+    login_hint = ("run `opencode auth login` once on this machine, or set the model provider's API key "
+                  "(ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
 

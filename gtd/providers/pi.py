@@ -30,6 +30,8 @@ PROTECTED_NAMES = ("settings.json", "models.json", "auth.json", "extensions", "h
 
 class PiProvider(Provider):
     name = "pi"
+    login_hint = ("set the model provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...), or run `pi` once "
+                  "and log in with /login")
     executable = "pi"
     forbidden_tools = PI_INTERACTIVE
 
@@ -98,6 +100,10 @@ class PiProvider(Provider):
                 events.append(AgentEvent(EventKind.ERROR, text=message.get("errorMessage") or message["stopReason"],
                                          is_error=True, raw=data))
             return events
+        if kind == "auto_retry_start":
+            return [AgentEvent(EventKind.RETRY, raw=data, text=(
+                f"API error ({_one_line(data.get('errorMessage') or 'no detail')}), retrying "
+                f"(attempt {data.get('attempt', '?')} of {data.get('maxAttempts', '?')})"))]
         if kind == "agent_end":
             usage, cost = _usage(data.get("messages") or [])
             return [AgentEvent(EventKind.END, usage=usage, cost_usd=cost, raw=data)]
@@ -161,3 +167,8 @@ def _providers(model: str | None) -> dict:
             entry.update(api="anthropic-messages", apiKey="ANTHROPIC_API_KEY", models=[{"id": model_id}])
         out["anthropic"] = entry
     return out
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

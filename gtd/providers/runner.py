@@ -302,7 +302,7 @@ def run_agent(
     if not outcome.ok and not error:
         detail = stderr_text.strip()[-2000:] or "\n".join(noise)[-2000:]
         error = f"{provider.name} exited with status {exit_code}" + (f": {detail}" if detail else "")
-    return AgentResult(outcome.ok, events, session_id, error, exit_code, None, None, stderr_text)
+    return AgentResult(outcome.ok, events, session_id, provider.explain_error(error), exit_code, None, None, stderr_text)
 
 
 def _track_tool_calls(open_calls: dict[str, AgentEvent], event: AgentEvent) -> None:

@@ -77,3 +77,28 @@ def test_garbage_lines_are_not_events(cli):
     provider = _load(cli)()
     for line in ("", "not json", "[1, 2]", '"text"', "{}", '{"type": "unknown_future_event"}'):
         assert provider.parse_line(line) == []
+
+
+def test_claude_api_retries_are_events_a_person_sees():
+    _, events, _, _ = replay("claude", "api-error")
+    retries = [e for e in events if e.kind == EventKind.RETRY]
+    assert [e.text for e in retries] == [
+        "API error 401 (authentication_failed), retrying (attempt 1 of 2)",
+        "API error 401 (authentication_failed), retrying (attempt 2 of 2)"]
+
+
+def test_pi_auto_retry_is_a_retry_event():
+    provider = _load("pi")()
+    line = json.dumps({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000,
+                       "errorMessage": "503 upstream\nunavailable"})
+    [event] = provider.parse_line(line)
+    assert event.kind == EventKind.RETRY
+    assert event.text == "API error (503 upstream unavailable), retrying (attempt 1 of 3)"
+
+
+@pytest.mark.parametrize("cli, how", [("claude", "/login"), ("opencode", "opencode auth login"), ("pi", "/login")])
+def test_an_authentication_failure_says_how_to_log_in_with_that_cli(cli, how):
+    provider, _, outcome, _ = replay(cli, "api-error")
+    explained = provider.explain_error(outcome.error)
+    assert explained.startswith(outcome.error) and "Not logged in?" in explained and how in explained
+    assert provider.explain_error("cannot reach api.anthropic.com:443") == "cannot reach api.anthropic.com:443"

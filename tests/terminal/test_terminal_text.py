@@ -49,11 +49,13 @@ def _calls(tree: ast.AST):
 
 def test_gtd_prints_only_through_terminal_text():
     """Every rich Console is a SafeConsole, and nothing writes to stdout/stderr around it (print(),
-    sys.stdout.write, typer.echo). The scripted agent's stdout is its event stream to gtd, not a terminal."""
+    sys.stdout.write, typer.echo). Exempt: programs that run inside the sandbox as the command's own
+    process -- the scripted agent (its stdout is its event stream to gtd) and the sandbox launcher
+    (it writes only its own one-line failure, and must import nothing)."""
     offenders = []
     for path in sorted(GTD.rglob("*.py")):
         relative = path.relative_to(GTD).as_posix()
-        if relative in ("terminal_text.py", "providers/scripted_agent.py"):
+        if relative in ("terminal_text.py", "providers/scripted_agent.py", "sandbox/launch.py"):
             continue
         for line, name, target in _calls(ast.parse(path.read_text())):
             if name == "Console" or target in ("print", "typer.echo", "click.echo", "sys.stderr.write") or \
