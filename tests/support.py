@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +23,45 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
 def explain(result: subprocess.CompletedProcess) -> str:
     """A failed gtd run's exit status and output tails, for assertion messages."""
     return f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-4000:]}"
+
+
+_SGR = r"(?:\x1b\[[0-9;]*m)*"
+
+
+def seen(literal: str) -> str:
+    """A pexpect pattern for `literal` as it appears on a colour terminal (styles may split it anywhere)."""
+    return _SGR.join(re.escape(char) for char in literal)
+
+
+def uncoloured(text: str) -> str:
+    """`text` without colour/style sequences (what a person reads)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+class Screen:
+    """The real `gtd` on a pseudo-terminal (colours on, like a person's), and every byte it wrote (`text`)."""
+
+    def __init__(self, *args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
+        import pexpect
+
+        full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "50", **(env or {})}
+        full_env.pop("NO_COLOR", None)
+        self._log = io.StringIO()
+        self.child = pexpect.spawn(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=full_env,
+                                   encoding="utf-8", codec_errors="replace", timeout=timeout, dimensions=(50, 160))
+        self.child.logfile_read = self._log
+
+    @property
+    def text(self) -> str:
+        return self._log.getvalue()
+
+    def finish(self, timeout: float = 120) -> int:
+        import pexpect
+
+        self.child.expect(pexpect.EOF, timeout=timeout)
+        self.child.close()
+        return self.child.exitstatus if self.child.exitstatus is not None else -(self.child.signalstatus or 0)
+
+    def stop(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)

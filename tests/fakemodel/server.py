@@ -8,6 +8,7 @@ requests do not shift the script:
     server.script([shell("echo hi > f"), say("done")])      # call the shell tool, then finish
     server.script([tool("AskUserQuestion", {...})])          # call any tool by its wire name
     server.fail(401, "invalid x-api-key")                    # every model request fails
+    server.fail(503, "overloaded", times=2)                  # the next two fail, then the script goes on
     server.on_prompt("tests failed", [shell("fix"), say("ok")])  # a follow-up prompt gets its own script
 
 A follow-up prompt in the same conversation (a resumed session, e.g. gtd's re-prompt after failing
@@ -66,6 +67,7 @@ class FakeModelServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self._steps: list[Step] = [say("done")]
         self._fail: tuple[int, str] | None = None
+        self._fail_left: int | None = None  # failures still to answer (None: all of them)
         self._on_prompt: list[tuple[str, list[Step]]] = []
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -85,9 +87,11 @@ class FakeModelServer:
         with self._lock:
             self._on_prompt.append((text, list(steps)))
 
-    def fail(self, status: int, message: str) -> None:
+    def fail(self, status: int, message: str, times: int | None = None) -> None:
+        """Answer model requests with this HTTP error: every one, or only the next `times` (then the script)."""
         with self._lock:
             self._fail = (status, message)
+            self._fail_left = times
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -124,7 +128,12 @@ class FakeModelServer:
     def decide(self, api: str, body: dict) -> Step:
         with self._lock:
             if self._fail:
-                return Step(error=self._fail)
+                failure = self._fail
+                if self._fail_left is not None:
+                    self._fail_left -= 1
+                    if self._fail_left <= 0:
+                        self._fail, self._fail_left = None, None
+                return Step(error=failure)
             offered = _tool_names(api, body)
             if not offered:
                 return say("Fake title")

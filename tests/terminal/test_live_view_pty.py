@@ -14,8 +14,7 @@ import pexpect
 import pytest
 
 from gtd.paths import user_config_file
-from terminal_support import seen, uncoloured
-from support import git
+from support import git, seen, uncoloured
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
