@@ -148,6 +148,21 @@ def cgroup_support() -> dict[str, tuple[str, Path]]:
     return found
 
 
+def _sweep_stale(parent: Path) -> None:
+    """Remove empty cgroups left by a gtd that was killed (named gtd-<pid>-<n>, that pid gone)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"gtd-(\d+)-\d+", name)
+        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
+            try:
+                os.rmdir(parent / name)
+            except OSError:
+                pass
+
+
 class CgroupLimit:
     """The cgroup(s) one sandboxed command runs in, created before it starts, removed after it ends."""
 
@@ -162,6 +177,7 @@ class CgroupLimit:
                 version, parent = support[controller]
                 by_dir.setdefault(parent / name, []).append((controller, version, value))
         for path, settings in by_dir.items():
+            _sweep_stale(path.parent)
             try:
                 path.mkdir()
             except OSError:

@@ -360,3 +360,21 @@ def test_doctor_reports_landlock_and_the_limits():
     assert checks["Landlock"]["ok"] is bool(abi) and checks["Landlock"]["required"] is False
     assert (f"ABI {abi}" in checks["Landlock"]["detail"]) if abi else "not available" in checks["Landlock"]["detail"]
     assert "resource limits" in checks
+
+
+def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(sandbox, repo):
+    from gtd.sandbox.limits import cgroup_support
+
+    support = cgroup_support()
+    if "pids" not in support:
+        pytest.skip("no writable pids cgroup here")
+    parent = support["pids"][1]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = parent / f"gtd-{dead.pid}-0"
+    stale.mkdir()
+    s = sandbox(Level.READWRITE, config=_limited(processes=100))
+    assert sh(s, "true", repo).returncode == 0
+    assert not stale.exists()
+    s.close()
+    assert not [p for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-")]
