@@ -25,7 +25,7 @@ MAX_ENTRIES = 64
 
 # gtd's own modules whose code decides what a config file validates to.
 _CODE = ("config/schema.py", "config/levels.py", "config/defaults.py", "config/validation.py", "config/loader.py", "config/merge.py",
-         "config/files.py", "config/cache.py", "escalation/trust.py")
+         "config/files.py", "config/cache.py", "escalation/trust.py", "sandbox/limits.py")
 
 
 def _code_fingerprint(digest: "hashlib._Hash") -> None:
