@@ -32,8 +32,9 @@ XDG = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "
 
 class OpencodeProvider(Provider):
     name = "opencode"
-    login_hint = ("run `opencode auth login` once on this machine, or set the model provider's API key "
-                  "(ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)")
+    login_hint = ("set the model provider's API key where you run gtd (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
+                  "OPENROUTER_API_KEY, ...); under gtd opencode runs with its own state dir, so an `opencode auth "
+                  "login` is not used")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
 

@@ -30,8 +30,8 @@ PROTECTED_NAMES = ("settings.json", "models.json", "auth.json", "extensions", "h
 
 class PiProvider(Provider):
     name = "pi"
-    login_hint = ("set the model provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...), or run `pi` once "
-                  "and log in with /login")
+    login_hint = ("set the model provider's API key where you run gtd (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
+                  "GEMINI_API_KEY, ...); under gtd pi runs with its own agent dir, so a /login in pi is not used")
     executable = "pi"
     forbidden_tools = PI_INTERACTIVE
 

@@ -96,7 +96,7 @@ def test_pi_auto_retry_is_a_retry_event():
     assert event.text == "API error (503 upstream unavailable), retrying (attempt 1 of 3)"
 
 
-@pytest.mark.parametrize("cli, how", [("claude", "/login"), ("opencode", "opencode auth login"), ("pi", "/login")])
+@pytest.mark.parametrize("cli, how", [("claude", "/login"), ("opencode", "OPENAI_API_KEY"), ("pi", "ANTHROPIC_API_KEY")])
 def test_an_authentication_failure_says_how_to_log_in_with_that_cli(cli, how):
     provider, _, outcome, _ = replay(cli, "api-error")
     explained = provider.explain_error(outcome.error)
