@@ -120,9 +120,10 @@ def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[P
     chosen: list[ToolCache] = []
     seen: set[Path] = set()
     for cache in known_caches(home, environ):
-        if cache.path in seen or _inside(cache.path, workspace) or _inside(workspace, cache.path):
+        spellings = {cache.path, Path(os.path.realpath(cache.path))}  # a symlinked cache is judged where it leads
+        if cache.path in seen or any(_inside(p, workspace) or _inside(workspace, p) for p in spellings):
             continue
-        if any(_inside(cache.path, h) or _inside(h, cache.path) for h in hidden):
+        if any(_inside(p, h) or _inside(h, p) for p in spellings for h in hidden):
             continue
         if _UNSAFE & set(str(cache.path)):
             continue
@@ -158,47 +159,68 @@ class CacheLayer:
         self._mounted: list[ToolCache] = []
         self.mode: str = "none"  # "overlay" | "per-project" | "none"
         self.detail = ""
-        self._holder: subprocess.Popen | None = None
+        self._holder: subprocess.Popen | None = None  # the holder, once its overlays are mounted
+        self._starting: subprocess.Popen | None = None  # the holder, still mounting
+        self._fstab: str | None = None
         self._writable: list[Path] = []
         self._env: dict[str, str] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> "CacheLayer":
+        """Start the holder; its mounts finish while the session sets up the rest (see _ready)."""
         if not self.caches:
             return self
         try:
             self._start_overlay()
-            self.mode = "overlay"
-            self._writable = [c.path for c in self._mounted]
         except OSError as exc:
             self.detail = str(exc)
             self._start_fallback()
         return self
 
+    def _ready(self) -> None:
+        """Wait for the holder's mounts (once): overlay mode, or the fallback if they failed."""
+        holder, self._starting = self._starting, None
+        if holder is None:
+            return
+        fstab, self._fstab = self._fstab, None
+        try:
+            ready = holder.stdout.readline()
+        finally:
+            if fstab:
+                os.unlink(fstab)
+        if ready.strip() == b"ready":
+            self._holder = holder
+            self.mode = "overlay"
+            self._writable = [c.path for c in self._mounted]
+            return
+        holder.kill()
+        err = holder.stderr.read().decode(errors="replace").strip()
+        holder.wait()
+        self.detail = f"overlay mount failed: {err or 'no reply'}"
+        self._start_fallback()
+
     def close(self) -> None:
+        """The holder is only a namespace anchor: killing it unmounts the overlays once no sandbox is left."""
+        self._ready()
         holder, self._holder = self._holder, None
         if holder is not None:
-            try:
-                holder.stdin.close()
-            except OSError:
-                pass
-            try:
-                holder.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                holder.kill()
-                holder.wait()
+            holder.kill()
+            holder.wait()
 
     # -- what the session uses --------------------------------------------------------------
     def writable(self) -> list[Path]:
         """Extra writable binds: the overlaid caches (or the per-project fallback dirs)."""
+        self._ready()
         return list(self._writable)
 
     def environment(self) -> dict[str, str]:
         """Variables that point tools at the fallback dirs (empty in overlay mode)."""
+        self._ready()
         return dict(self._env)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """bwrap's argv, started inside the holder's mount namespace (as the same user) in overlay mode."""
+        self._ready()
         if self._holder is None or not argv or argv[0] != "bwrap":
             return argv
         prefix = ["nsenter", "-t", str(self._holder.pid), "--mount"]
@@ -244,17 +266,12 @@ class CacheLayer:
             if not root:
                 argv[1:1] = ["--user", "--map-root-user"]
             script = 'mount -a -T "$1" || exit 1; echo ready; read _ignored'
-            holder = subprocess.Popen([*argv, "/bin/sh", "-c", script, "holder", fstab], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            ready = holder.stdout.readline()
-            if ready.strip() != b"ready":
-                holder.stdin.close()
-                err = holder.stderr.read().decode(errors="replace").strip()
-                holder.wait()
-                raise OSError(f"overlay mount failed: {err or 'no reply'}")
-        finally:
+            self._starting = subprocess.Popen([*argv, "/bin/sh", "-c", script, "holder", fstab], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError:
             os.unlink(fstab)
-        self._holder = holder
+            raise
+        self._fstab = fstab
         self._mounted = mounted
 
     @staticmethod
@@ -295,6 +312,9 @@ def overlay_check() -> tuple[bool, str]:
         layer = CacheLayer((ToolCache("probe", lower),), Path(tmp) / "ws", layers=Path(tmp) / "layers")
         try:
             layer._start_overlay()
+            layer._ready()
+            if layer.mode != "overlay":
+                return False, layer.detail
         except OSError as exc:
             return False, str(exc)
         finally:

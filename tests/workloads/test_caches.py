@@ -82,3 +82,14 @@ def test_without_overlays_each_tool_gets_a_per_project_cache(tmp_path, isolated_
     assert written == "ok" and ro == "ro", r.stderr
     assert Path(target, "written").is_file() and str(ws.name) in target
     assert list((isolated_home / ".cache" / "pip").iterdir()) == []
+
+
+def test_a_cache_that_leads_into_the_workspace_or_a_secret_is_left_alone(tmp_path, isolated_home):
+    ws = _project(tmp_path, "ws")
+    (ws / "npm-cache").mkdir()
+    (isolated_home / ".npm").symlink_to(ws / "npm-cache")
+    (isolated_home / ".ssh").mkdir()
+    (isolated_home / ".cache").mkdir(exist_ok=True)
+    (isolated_home / ".cache" / "pip").symlink_to(isolated_home / ".ssh")
+    policy = build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home)
+    assert not {"npm", "pip"} & {c.tool for c in policy.caches}
