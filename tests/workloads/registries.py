@@ -120,7 +120,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "public, max-age=3600")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self):  # noqa: N802 - uv asks for a wheel's size first
+        self.do_GET()
 
     def do_GET(self):  # noqa: N802
         self.authorizations.append(self.headers.get("Authorization"))
