@@ -18,7 +18,12 @@ from gtd.terminal_text import markup, write
 app = typer.Typer(
     name="gtd",
     help="Run a coding agent through plan -> build -> learn, every phase inside an OS sandbox.\n\n"
-    "With no command, gtd looks at git state and runs the next step.",
+    "With no command, gtd looks at git state and runs the next step.\n\n"
+    "Examples:\n\n\b\n"
+    "  gtd plan \"Add a --json flag to the export command\"\n"
+    "  gtd            # the next step: plan, build one item, learn or clean up\n"
+    "  gtd --all      # until the plan is done or a person is needed\n"
+    "  gtd --all --non-interactive --json > events.jsonl   # CI",
     no_args_is_help=False,
     add_completion=True,  # --install-completion / --show-completion; Tab runs this same fast start-up path
     rich_markup_mode=None,  # plain help: rendering it with rich costs more than the whole start-up budget

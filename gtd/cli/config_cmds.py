@@ -15,7 +15,8 @@ from gtd.config.merge import leaf_keys
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
 from gtd.terminal_text import markup, write
 
-config_app = typer.Typer(help="Show the effective config or its JSON Schema.", no_args_is_help=True)
+config_app = typer.Typer(help="Show the effective config or its JSON Schema.\n\nExamples:\n\n\b\n"
+                         "  gtd config show --origin\n  gtd config schema > gtd.schema.json", no_args_is_help=True)
 
 USER_TEMPLATE = """\
 # gtd user config: applies to every project (a project's .gtdrc.json overrides it).
@@ -60,7 +61,14 @@ def show(
     provider: opt.Provider = None,
     model: opt.Model = None,
 ) -> None:
-    """Print the effective config (defaults < user < project < flags)."""
+    """Print the effective config (defaults < user < project < flags).
+
+    Examples:
+
+    
+      gtd config show --origin   # which file each value came from
+      gtd config show --json
+    """
     loaded = load(RunOptions(provider=provider, model=model, directory=directory))
     values = {k: v for k, v in loaded.values.items() if k not in ("$schema", "$comment")}  # notes for editors/people
     origins = loaded.origins()
@@ -107,7 +115,13 @@ def _columns(header: list[str], rows: list[list[str]]) -> str:
 
 @config_app.command("schema")
 def schema() -> None:
-    """Print the JSON Schema of the config (use it as `$schema` in .gtdrc.json)."""
+    """Print the JSON Schema of the config (use it as `$schema` in .gtdrc.json).
+
+    Examples:
+
+    
+      gtd config schema > gtd.schema.json
+    """
     from gtd.config.schema import GtdConfig
 
     document = GtdConfig.model_json_schema(by_alias=True, mode="validation")
@@ -120,7 +134,14 @@ def init(
     user: Annotated[bool, typer.Option("--user", help="Scaffold the user config instead of the project's .gtdrc.json.")] = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Scaffold a minimal, commented config. Never overwrites an existing file."""
+    """Scaffold a minimal, commented config. Never overwrites an existing file.
+
+    Examples:
+
+    
+      gtd init            # .gtdrc.json in this repository
+      gtd init --user     # your user config
+    """
     from gtd import workspace_files
     from gtd.config.loader import find_repo_root
     from gtd.config.writer import atomic_write, write_config_text

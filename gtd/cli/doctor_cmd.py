@@ -49,7 +49,14 @@ def collect(directory=None) -> list[dict]:
 
 
 def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> None:
-    """Check the sandbox, the agent CLIs and the config; explain how to fix what is missing."""
+    """Check the sandbox, the agent CLIs and the config; explain how to fix what is missing.
+
+    Examples:
+
+    
+      gtd doctor
+      gtd doctor --json
+    """
     checks = collect(directory)
     failed = [c for c in checks if c["required"] and not c["ok"]]
     if json_out:

@@ -30,7 +30,15 @@ def approve(
     json_out: opt.JsonOut = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Walk through requests that headless runs had to deny: save each to the project or user config, deny or skip it."""
+    """Walk through requests that headless runs had to deny: save each to the project or user config, deny or skip it.
+
+    Examples:
+
+    
+      gtd approve
+      gtd approve --list
+      gtd approve --json
+    """
     from gtd.audit import AuditLog
     from gtd.escalation import prompt
     from gtd.escalation.escalator import BY_SAVED_RULE, BY_USER, is_interactive, save_rule, saved_rule_scope
@@ -88,7 +96,14 @@ def audit(
                                                  help="Only the last N entries (0 = all; default 50, all with --json).")] = None,
     directory: opt.Directory = None,
 ) -> None:
-    """Show the project's audit log: runs, levels, violations, escalations and who decided them."""
+    """Show the project's audit log: runs, levels, violations, escalations and who decided them.
+
+    Examples:
+
+    
+      gtd audit -n 20
+      gtd audit --json | jq '.[] | select(.event == "violation")'
+    """
     from gtd.audit import AuditLog
 
     entries = AuditLog(_repo(directory)).read()
@@ -117,7 +132,14 @@ def trust(
     revoke: Annotated[bool, typer.Option("--revoke", help="Stop trusting the project config.")] = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Trust this exact .gtdrc.json: its entries that loosen the sandbox apply until the file changes."""
+    """Trust this exact .gtdrc.json: its entries that loosen the sandbox apply until the file changes.
+
+    Examples:
+
+    
+      gtd trust --show   # what loosens the sandbox, and whether it is trusted
+      gtd trust
+    """
     from gtd.config.files import read_config_file
     from gtd.escalation.trust import TrustStore, loosening_entries
     from gtd.paths import PROJECT_CONFIG_NAME

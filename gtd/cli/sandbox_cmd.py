@@ -15,7 +15,8 @@ from gtd.config.levels import Level, Phase
 from gtd.terminal_text import write
 
 PhaseOpt = Annotated[Optional[Phase], typer.Option("--phase", help="Use this phase's configured level and its own file.")]
-LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this level (overrides the phase's).")]
+LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this level (overrides the phase's). "
+                                                   "Default: the --phase's configured level, else readonly.")]
 
 
 def _policy(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True):
@@ -58,7 +59,14 @@ def explain(
     json_out: opt.JsonOut = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Print the sandbox policy for a phase or level: writable, protected and hidden paths, reachable hosts."""
+    """Print the sandbox policy for a phase or level: writable, protected and hidden paths, reachable hosts.
+
+    Examples:
+
+    
+      gtd sandbox explain --phase build
+      gtd sandbox explain --level network --json
+    """
     policy = _policy(phase, level, directory)
     data = policy.to_dict()
     if json_out:
@@ -134,7 +142,15 @@ def run(
     """Run COMMAND inside the sandbox (`gtd sandbox run [--level L] -- CMD ...`); its exit status is passed through.
 
     A connection no rule allows is held while you decide (allow once / save / deny); with no
-    terminal it is refused and saved for `gtd approve`."""
+    terminal it is refused and saved for `gtd approve`.
+
+    Examples:
+
+    \b
+      gtd sandbox run -- npm test                      # readonly: the default level
+      gtd sandbox run --phase build -- make            # the build phase's level
+      gtd sandbox run --level network -- pip install -r requirements.txt
+    """
     from gtd.sandbox.session import open_sandbox
 
     policy = _policy(phase, level, directory)
@@ -174,7 +190,14 @@ def why(
     json_out: opt.JsonOut = False,
     directory: opt.Directory = None,
 ) -> None:
-    """Explain whether the sandbox allows writing a path or reaching a host, which rule decides, and how to change it."""
+    """Explain whether the sandbox allows writing a path or reaching a host, which rule decides, and how to change it.
+
+    Examples:
+
+    
+      gtd sandbox why .git/hooks/pre-commit --phase build
+      gtd sandbox why registry.npmjs.org:443 --phase build
+    """
     from gtd.sandbox.why import why as explain_target
 
     policy = _policy(phase, level, directory)
@@ -230,7 +253,9 @@ class _OnDemandEscalator:
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Inspect the sandbox policy, or run any command inside it.", no_args_is_help=True)
+    group = typer.Typer(help="Inspect the sandbox policy, or run any command inside it.\n\nExamples:\n\n\b\n"
+                        "  gtd sandbox explain --phase build\n  gtd sandbox run -- npm test\n"
+                        "  gtd sandbox why registry.npmjs.org:443 --phase build", no_args_is_help=True)
     group.command("explain")(explain)
     group.command("why")(why)
     group.command(

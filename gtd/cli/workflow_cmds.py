@@ -72,7 +72,15 @@ def register(app: typer.Typer) -> None:
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
         directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
-        """Run the plan phase: the agent writes TODO.md; gtd checks it and commits."""
+        """Run the plan phase: the agent writes TODO.md; gtd checks it and commits.
+
+        Examples:
+
+        
+          gtd plan "Add a --json flag to the export command"
+          gtd plan --provider claude --model opus
+          gtd plan --json > events.jsonl   # JSONL events for scripts
+        """
         from gtd.workflow.plan import plan
 
         with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
@@ -85,7 +93,15 @@ def register(app: typer.Typer) -> None:
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
         directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
-        """Run the build phase: item by item, tests after each, gtd ticks and commits (capped by maxBuildSteps)."""
+        """Run the build phase: item by item, tests after each, gtd ticks and commits (capped by maxBuildSteps).
+
+        Examples:
+
+        
+          gtd build
+          gtd build --one            # only the next item
+          gtd build --non-interactive --json   # CI: never asks, exit 4 if approval is needed
+        """
         from gtd.workflow.build import build, build_step
 
         with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
@@ -97,7 +113,13 @@ def register(app: typer.Typer) -> None:
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
         directory: opt.Directory = None, json_events: opt.JsonEvents = False,
     ) -> None:
-        """Run the learn phase: merge the plan's learnings into AGENTS.md, then remove TODO.md."""
+        """Run the learn phase: merge the plan's learnings into AGENTS.md, then remove TODO.md.
+
+        Examples:
+
+        
+          gtd learn
+        """
         from gtd.workflow.learn import learn
 
         with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
@@ -116,7 +138,14 @@ def demo(
     keep: Annotated[Optional[str], typer.Option("--keep", help="Create the demo repository here instead of a temp dir.")] = None,
     quiet: opt.Quiet = False, verbose: opt.Verbose = False,
 ) -> None:
-    """Run the whole workflow offline on a temp repo: scripted agent, real sandbox, real commits."""
+    """Run the whole workflow offline on a temp repo: scripted agent, real sandbox, real commits.
+
+    Examples:
+
+    
+      gtd demo
+      gtd demo --keep /tmp/gtd-demo   # keep the repository to look at
+    """
     import tempfile
     from pathlib import Path
 
