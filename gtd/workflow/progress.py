@@ -31,6 +31,7 @@ from gtd.providers.events import AgentEvent, EventKind, token_counts
 from gtd.terminal_text import markup, visible
 
 TAIL_LINES = 5  # lines of a running command's output kept on screen
+QUIET_SECONDS = 10  # after this long without a word from the agent (and no tool running), say so
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -121,6 +122,7 @@ class Progress:
         self.approvals: list[str] = []
         self.denials: list[str] = []
         self.retrying: str | None = None
+        self.last_heard = time.monotonic()  # the agent's last event
         self.finished = False
         self._last_render: Group | None = None
 
@@ -131,6 +133,7 @@ class Progress:
         with self._lock:
             self._end_phase()
             self.phase_now = _Phase(name, item, time.monotonic(), level, provider)
+            self.last_heard = time.monotonic()
             self.running, self.retrying = None, None
             self.tail.clear()
             self._emit("phase_start", phase=name, item=item, level=level, provider=provider)
@@ -160,7 +163,7 @@ class Progress:
         """What runs now outside the agent (the test command); None when it is done."""
         with self._lock:
             self.running = description
-            self.running_since = time.monotonic()
+            self.running_since = self.last_heard = time.monotonic()
             if description:
                 self.tail.clear()
         self._refresh()
@@ -168,6 +171,7 @@ class Progress:
     def event(self, event: AgentEvent) -> None:
         """One event of the agent's stream."""
         with self._lock:
+            self.last_heard = time.monotonic()
             phase = self.phase_now.name if self.phase_now else None
             if event.kind == EventKind.TOOL_CALL:
                 from gtd.providers.runner import describe_call
@@ -365,6 +369,11 @@ class Progress:
         if self.running:
             rows.append(Text(f"  ▶ {_one_line(visible(self.running, one_line=True))} "
                              f"({_clock(now - self.running_since)})", style="magenta"))
+        elif phase is not None and now - self.last_heard >= QUIET_SECONDS:
+            # e.g. opencode backing off silently on HTTP 5xx: the screen says so instead of looking frozen
+            rows.append(Text(f"  … waiting for {visible(phase.provider or 'the agent', one_line=True)}: no output for "
+                             f"{int(now - self.last_heard)}s (the model is thinking, or its CLI is retrying the API; "
+                             "gtd stops it after timeouts.inactivitySeconds)", style="yellow"))
         for line in self.tail:
             rows.append(Text("    │ " + line, style="dim", no_wrap=True, overflow="ellipsis"))
         return Group(*rows)

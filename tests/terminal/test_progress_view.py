@@ -1,0 +1,65 @@
+"""The live status area's content (rendered off-screen): what it says while the agent is silent,
+retrying, or running a tool, and that token counts from every CLI's usage add up."""
+
+from __future__ import annotations
+
+import io
+
+from gtd.providers.events import AgentEvent, EventKind, token_counts
+from gtd.terminal_text import SafeConsole
+from gtd.workflow.progress import QUIET_SECONDS, Progress
+
+
+def _status(progress: Progress) -> str:
+    out = io.StringIO()
+    SafeConsole(file=out, width=200, color_system=None).print(progress._render())
+    return out.getvalue()
+
+
+def _progress() -> Progress:
+    progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
+    return progress
+
+
+def test_a_silent_agent_is_said_to_be_waiting_not_frozen():
+    progress = _progress()
+    assert "waiting for" not in _status(progress)
+    progress.last_heard -= QUIET_SECONDS + 5
+    status = _status(progress)
+    assert "build · readwrite · opencode · Add count.py" in status and "Ctrl-C to stop" in status
+    assert "waiting for opencode: no output for 15s" in status and "timeouts.inactivitySeconds" in status
+
+
+def test_a_running_tool_call_is_shown_instead_and_its_output_tail_after_it():
+    progress = _progress()
+    progress.event(AgentEvent(EventKind.TOOL_CALL, tool="bash", tool_id="1", tool_input={"command": "npm test"}))
+    progress.last_heard -= QUIET_SECONDS + 5
+    status = _status(progress)
+    assert "▶ bash: npm test" in status and "waiting for" not in status
+    progress.event(AgentEvent(EventKind.TOOL_RESULT, tool_id="1", text="\n".join(f"line {i}" for i in range(9))))
+    status = _status(progress)
+    assert "│ line 8" in status and "│ line 4" in status and "line 3" not in status
+
+
+def test_a_retry_is_shown_until_the_agent_speaks_again():
+    progress = _progress()
+    progress.event(AgentEvent(EventKind.RETRY, text="API error 503 (server_error), retrying (attempt 1 of 2)"))
+    assert "↻ API error 503 (server_error), retrying (attempt 1 of 2)" in _status(progress)
+    progress.event(AgentEvent(EventKind.TEXT, text="back"))
+    assert "retrying" not in _status(progress)
+
+
+def test_token_counts_from_each_cli_and_their_totals():
+    claude = {"input_tokens": 24, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000,
+              "output_tokens": 14}
+    opencode = {"total": 19, "input": 12, "output": 7, "reasoning": 3, "cache": {"write": 1, "read": 2}}
+    pi = {"input": 12, "output": 7, "cacheRead": 5, "cacheWrite": 0, "totalTokens": 19}
+    assert token_counts(claude) == (1124, 14)
+    assert token_counts(opencode) == (15, 10)
+    assert token_counts(pi) == (17, 7)
+    assert token_counts({"turns": 1}) is None and token_counts(None) is None
+    progress = _progress()
+    progress.event(AgentEvent(EventKind.END, usage=claude, cost_usd=0.25))
+    progress.event(AgentEvent(EventKind.END, usage=opencode, cost_usd=0.5))
+    assert "1.1k in / 24 out tokens · $0.7500" in _status(progress)
