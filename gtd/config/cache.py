@@ -23,13 +23,15 @@ from gtd.errors import GtdError
 
 MAX_ENTRIES = 64
 
-# gtd's own modules whose code decides what a config file validates to.
-_CODE = ("config/schema.py", "config/levels.py", "config/defaults.py", "config/validation.py", "config/loader.py", "config/merge.py",
-         "config/files.py", "config/cache.py", "escalation/trust.py", "sandbox/limits.py")
+# gtd's own code that decides what a config file validates to: all of gtd/config/, plus the modules
+# its validators and the project trust filter call into.
+_CODE = ("escalation/trust.py", "sandbox/limits.py", "workspace_files.py")
 
 
 def _code_fingerprint(digest: "hashlib._Hash") -> None:
     package = Path(__file__).resolve().parent.parent
+    for path in sorted((package / "config").glob("*.py")):
+        _add_file(digest, path)
     for name in _CODE:
         _add_file(digest, package / name)
     spec = importlib.util.find_spec("pydantic")
