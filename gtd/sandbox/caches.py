@@ -22,6 +22,7 @@ gtd-owned per-project cache dir instead (reads then miss the user's cache); `gtd
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -67,9 +68,10 @@ def known_caches(home: Path, environ: Mapping[str, str] | None = None) -> list[T
         if path.is_absolute():
             found.append(ToolCache(tool, Path(os.path.normpath(path)), env, hit[0] if hit else "default"))
 
-    add("pip", xdg_cache / "pip", "PIP_CACHE_DIR", env="PIP_CACHE_DIR")
-    add("uv", xdg_cache / "uv", "UV_CACHE_DIR", env="UV_CACHE_DIR")
-    add("npm", home / ".npm", "npm_config_cache", "NPM_CONFIG_CACHE", env="npm_config_cache")
+    configured = _configured_cache_dirs(home, environ)
+    add("pip", configured.get("pip", xdg_cache / "pip"), "PIP_CACHE_DIR", env="PIP_CACHE_DIR")
+    add("uv", configured.get("uv", xdg_cache / "uv"), "UV_CACHE_DIR", env="UV_CACHE_DIR")
+    add("npm", configured.get("npm", home / ".npm"), "npm_config_cache", "NPM_CONFIG_CACHE", env="npm_config_cache")
     add("pnpm-store", xdg_data / "pnpm" / "store", "npm_config_store_dir", "PNPM_STORE_DIR", env="npm_config_store_dir")
     add("pnpm", xdg_cache / "pnpm", "npm_config_cache_dir", env="npm_config_cache_dir")
     add("yarn", xdg_cache / "yarn", "YARN_CACHE_FOLDER", env="YARN_CACHE_FOLDER")
@@ -87,6 +89,30 @@ def known_caches(home: Path, environ: Mapping[str, str] | None = None) -> list[T
     ccache_default = xdg_cache / "ccache" if not (home / ".ccache").is_dir() else home / ".ccache"
     add("ccache", ccache_default, "CCACHE_DIR", env="CCACHE_DIR")
     return found
+
+
+def _expand(value: str, home: Path) -> Path:
+    value = value.strip().strip('"')
+    return home / value[2:] if value.startswith("~/") else Path(value)
+
+
+def _configured_cache_dirs(home: Path, environ: Mapping[str, str]) -> dict[str, Path]:
+    """Cache dirs set in the tools' own user config: pip.conf `cache-dir`, uv.toml `cache-dir`, ~/.npmrc `cache`."""
+    from gtd.sandbox import registries as reg
+
+    found: dict[str, Path] = {}
+    for path in reg.pip_config_files(home, environ):  # later files win, as in pip
+        text = reg._read(path)
+        match = re.search(r"^\s*cache[-_]dir\s*[=:]\s*(\S+)", text or "", re.MULTILINE)
+        if match:
+            found["pip"] = _expand(match.group(1), home)
+    uv_toml = reg._toml(reg._xdg_config(home, environ) / "uv" / "uv.toml") or {}
+    if isinstance(uv_toml.get("cache-dir"), str):
+        found["uv"] = _expand(uv_toml["cache-dir"], home)
+    for key, value in reg._npmrc_items(reg.npmrc_path(home, environ)):
+        if key == "cache" and value:
+            found["npm"] = _expand(value.replace("${HOME}", str(home)), home)
+    return {k: v for k, v in found.items() if v.is_absolute()}
 
 
 # The executable whose presence makes a missing cache worth creating (it would create it itself).

@@ -28,6 +28,13 @@ def test_cache_locations_follow_the_tools_variables(tmp_path):
     assert found["cargo-registry"][0] == "/opt/cargo/registry"
     assert found["go-mod"][0] == "/gp/pkg/mod" and found["go-build"][0] == "/xdg/go-build"
     assert found["gradle"][0] == "/g/caches" and found["maven"][0] == str(home / ".m2/repository")
+    (home / ".config/pip").mkdir(parents=True)
+    (home / ".config/pip/pip.conf").write_text("[global]\ncache-dir = /srv/pip-cache\n")
+    home.joinpath(".npmrc").write_text("cache=~/npm-cache\n")
+    from_files = {c.tool: str(c.path) for c in known_caches(home, {})}
+    assert from_files["pip"] == "/srv/pip-cache" and from_files["npm"] == str(home / "npm-cache")
+    (home / ".config/pip/pip.conf").unlink()
+    home.joinpath(".npmrc").unlink()
     defaults = {c.tool: str(c.path) for c in known_caches(home, {})}
     assert defaults["pip"] == str(home / ".cache/pip") and defaults["npm"] == str(home / ".npm")
 
