@@ -188,6 +188,8 @@ class CacheLayer:
         self._holder: subprocess.Popen | None = None  # the holder, once its overlays are mounted
         self._starting: subprocess.Popen | None = None  # the holder, still mounting
         self._fstab: str | None = None
+        self._lock_fd: int | None = None  # flock on the project's layers while this session uses them
+        self._throwaway: Path | None = None  # this session's own layers when another session holds the project's
         self._writable: list[Path] = []
         self._env: dict[str, str] = {}
 
@@ -232,6 +234,12 @@ class CacheLayer:
         if holder is not None:
             holder.kill()
             holder.wait()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        if self._throwaway is not None:
+            _remove_tree(self._throwaway)
+            self._throwaway = None
 
     # -- what the session uses --------------------------------------------------------------
     def writable(self) -> list[Path]:
@@ -264,10 +272,27 @@ class CacheLayer:
         return out
 
     # -- overlay ------------------------------------------------------------------------------
+    def _layer_base(self) -> Path:
+        """The project's persistent layers, held under an exclusive lock for this session. If another gtd
+        session of the project holds them (two overlays sharing an upper dir is undefined behaviour), this
+        session gets a throwaway layer instead, removed when it closes."""
+        import fcntl
+
+        self.layers.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.layers / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            self._throwaway = Path(tempfile.mkdtemp(prefix="session-", dir=self.layers))
+            return self._throwaway
+        self._lock_fd = fd
+        return self.layers
+
     def _start_overlay(self) -> None:
         if shutil.which("unshare") is None or shutil.which("nsenter") is None:
             raise OSError("util-linux unshare/nsenter not found")
-        base = self.layers
+        base = self._layer_base()
         lines, mounted = [], []
         root = os.geteuid() == 0
         for cache in self.caches:
@@ -328,6 +353,18 @@ class CacheLayer:
             self._env[cache.env] = str(target)
             self._writable.append(target)
         self.mode = "per-project" if self._writable else "none"
+
+
+def _remove_tree(path: Path) -> None:
+    """rmtree that also removes overlayfs's mode-000 work dirs (owned by us, but unreadable)."""
+    def fix(func, failed, _exc):
+        try:
+            os.chmod(os.path.dirname(failed), 0o700)
+            os.chmod(failed, 0o700)
+            func(failed)
+        except OSError:
+            pass
+    shutil.rmtree(path, onerror=fix)
 
 
 def overlay_check() -> tuple[bool, str]:

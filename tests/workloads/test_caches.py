@@ -100,3 +100,21 @@ def test_a_cache_that_leads_into_the_workspace_or_a_secret_is_left_alone(tmp_pat
     (isolated_home / ".cache" / "pip").symlink_to(isolated_home / ".ssh")
     policy = build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home)
     assert not {"npm", "pip"} & {c.tool for c in policy.caches}
+
+
+@needs_bwrap
+def test_two_sessions_of_one_project_never_share_an_upper_layer(tmp_path, isolated_home):
+    cache = isolated_home / ".npm"
+    cache.mkdir()
+    ws = _project(tmp_path, "ws")
+    policy = build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home)
+    with open_sandbox(policy) as first, open_sandbox(policy) as second:
+        assert run(first, "echo one > ~/.npm/first", ws).returncode == 0
+        r = run(second, "echo two > ~/.npm/second; ls ~/.npm", ws)
+        assert r.stdout.split() == ["second"], r.stderr  # the second session got a throwaway layer of its own
+        assert run(first, "ls ~/.npm", ws).stdout.split() == ["first"]
+    with open_sandbox(policy) as again:  # the project's own layer kept the first session's writes only
+        assert run(again, "ls ~/.npm", ws).stdout.split() == ["first"]
+    assert list(cache.iterdir()) == []
+    from gtd.sandbox.caches import layer_dir
+    assert not list(layer_dir(ws).glob("session-*"))
