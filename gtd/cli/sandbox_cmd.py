@@ -106,9 +106,13 @@ def explain(
 def _explain_registries(policy, write) -> None:
     """The registries the person's own settings name (reachable at network without a prompt), and whose
     credentials reach the sandbox."""
-    if policy.registries:
-        write("registries from your own settings (reachable without a prompt):\n")
-        for registry in policy.registries:
+    from gtd.sandbox.registries import user_registries
+
+    registries = policy.registries or tuple(user_registries(policy.home))
+    if registries:
+        when = "reachable without a prompt" if policy.registries else "reachable without a prompt at level network"
+        write(f"registries from your own settings ({when}):\n")
+        for registry in registries:
             write(f"  {registry.rule} ({registry.tool}, from {registry.origin})\n")
     creds = ", ".join(policy.credential_hosts) or "none (sandbox.registryCredentials)"
     write(f"registry credentials passed in: {creds}\n")
