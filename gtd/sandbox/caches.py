@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,7 +143,9 @@ def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[P
                   environ: Mapping[str, str] | None = None) -> tuple[ToolCache, ...]:
     """The caches a writable level gets: those that exist, or whose tool is installed. A cache inside
     the workspace is writable anyway; one that is (or is under) a hidden path stays hidden; a path
-    overlayfs cannot name is left as it is (read-only)."""
+    overlayfs cannot name is left as it is (read-only). Linux only: on macOS caches stay read-only."""
+    if not sys.platform.startswith("linux"):
+        return ()
     chosen: list[ToolCache] = []
     seen: set[Path] = set()
     for cache in known_caches(home, environ):

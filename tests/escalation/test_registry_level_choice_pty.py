@@ -61,3 +61,38 @@ def test_a_host_the_network_level_does_not_allow_gets_no_such_choice(repo, http_
     child.sendline("d")
     output, _ = finish(child)
     assert "HTTP=403" in output
+
+
+def test_in_a_build_the_choice_lets_the_test_command_through_and_later_runs_start_at_network(repo, http_server, second_server, spawn_gtd):
+    """gtd build: the test command reaches a registry at readwrite, the person picks n, the network level's
+    second registry is let through without a question, the tests pass and the build lands."""
+    import json
+
+    from support import git
+
+    _user_config(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}", "127.0.0.1:{second_server}"]\n'
+                 f'[sandbox.levels.network]\nallowDomains = ["localhost:{http_server}", "localhost:{second_server}"]\n')
+    plan = "# Fetch\n\n## Action items\n- [ ] Add fetch.txt\n  - Tests: curl\n\n## Open questions\n\n## Learnings\n"
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content": plan}}]}],
+        "build": [{"actions": [{"write": {"path": "fetch.txt", "content": "ok\n"}}]}]}))
+    curl = "curl -fsS --max-time 30 http://localhost:{}/ >/dev/null"
+    (repo / ".gtdrc.json").write_text(json.dumps({
+        "provider": "scripted", "script": str(script),
+        "testCommand": f"{curl.format(http_server)} && {curl.format(second_server)}"}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "configure gtd")
+    (repo / "TODO.md").write_text("# Fetch\n")
+    plan_run = spawn_gtd("plan", cwd=repo, timeout=120)
+    assert finish(plan_run)[1] == 0
+    child = spawn_gtd("build", cwd=repo, timeout=120)
+    child.expect(f"connect to localhost:{http_server} \\(build phase, level readwrite\\)")
+    child.expect("Decision \\[o/n/p/u/d\\]")
+    child.sendline("n")
+    output, status = finish(child)
+    assert status == 0, output
+    assert "The sandbox blocked" not in output
+    assert git(repo, "log", "-1", "--format=%s").startswith("🔨")
+    decided = [(e["target"], e["decided_by"]) for e in AuditLog(repo).read() if e["event"] == "escalation_decision"]
+    assert decided == [(f"localhost:{http_server}", "user"), (f"localhost:{second_server}", "phase raised to network this run")]
