@@ -39,20 +39,6 @@ PROJECT_COMMENT = [
 ]
 
 
-def _guess_test_command(root: Path) -> str | None:
-    from gtd.workspace_files import exists
-
-    if exists(root, "pyproject.toml") or exists(root, "setup.py") or exists(root, "tests"):
-        return "python3 -m pytest -q"
-    if exists(root, "package.json"):
-        return "npm test"
-    if exists(root, "Cargo.toml"):
-        return "cargo test"
-    if exists(root, "go.mod"):
-        return "go test ./..."
-    return None
-
-
 @config_app.command("show")
 def show(
     origin: Annotated[bool, typer.Option("--origin", help="Also show which layer (file) each value came from.")] = False,
@@ -131,7 +117,7 @@ def schema() -> None:
 
 
 def init(
-    user: Annotated[bool, typer.Option("--user", help="Scaffold the user config instead of the project's .gtdrc.json.")] = False,
+    user: Annotated[bool, typer.Option("--user", "--global", help="Scaffold the user config instead of the project's .gtdrc.json (--global: the original gtd's spelling).")] = False,
     directory: opt.Directory = None,
 ) -> None:
     """Scaffold a minimal, commented config. Never overwrites an existing file.
@@ -154,8 +140,16 @@ def init(
         cwd = (directory or Path.cwd()).resolve()
         root = find_repo_root(cwd) or cwd
         path, workspace = root / PROJECT_CONFIG_NAME, root
-        content: dict[str, Any] = {"$comment": PROJECT_COMMENT, "provider": "auto", "testCommand": _guess_test_command(root)}
+        from gtd.workflow.testcmd import propose
+
+        tests = propose(root)
+        content: dict[str, Any] = {"$comment": PROJECT_COMMENT, "provider": "auto", "testCommand": tests.command}
         text = json.dumps(content, indent=2) + "\n"
+        if tests.command:
+            stderr.print(f"proposed testCommand: {markup(tests.command)} (detected from {markup(tests.source)}; edit it if wrong)")
+        else:
+            stderr.print("[yellow]no test command detected[/yellow]: set `testCommand` in the file, or every build step "
+                         "runs untested")
     if workspace_files.exists(workspace, PROJECT_CONFIG_NAME) if workspace else path.exists():
         stderr.print(f"{markup(str(path))} already exists; left unchanged.")
         return

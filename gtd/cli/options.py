@@ -46,5 +46,22 @@ class RunOptions:
             flags["models"] = {"plan": self.model, "build": self.model, "learn": self.model}
         return flags
 
+    def merged(self, before: "RunOptions | None") -> "RunOptions":
+        """These options (given after the subcommand) combined with those given before it
+        (`gtd -p scripted plan`). The same option given twice with different values is an error."""
+        if before is None:
+            return self
+        from gtd.errors import GtdError
+        from gtd.exitcodes import ExitCode
+
+        values = {}
+        for name in self.__dataclass_fields__:
+            mine, theirs = getattr(self, name), getattr(before, name)
+            if mine not in (None, False) and theirs not in (None, False) and mine != theirs:
+                raise GtdError(f"--{name.replace('_', '-')} is given twice with different values ({theirs} before the "
+                               f"command, {mine} after it): give it once", exit_code=ExitCode.USAGE)
+            values[name] = mine if mine not in (None, False) else theirs
+        return RunOptions(**values)
+
     def cwd(self) -> Path:
         return (self.directory or Path.cwd()).resolve()

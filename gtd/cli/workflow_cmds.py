@@ -22,6 +22,7 @@ def workflow(options: RunOptions) -> Iterator:
     remembered as the agent's (see gtd.workflow.leftovers)."""
     from gtd.workflow import leftovers
     from gtd.workflow.phase_agent import EscalationPending
+    from gtd.workflow.unsafe import UnsafeFiles
 
     ctx = run_context(options)
     try:
@@ -35,6 +36,12 @@ def workflow(options: RunOptions) -> Iterator:
             stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
                                           "hint": "run `gtd approve` in a terminal, then run gtd again"}))
         raise typer.Exit(ExitCode.ESCALATION_PENDING) from None
+    except UnsafeFiles as exc:
+        ctx.audit.record("unsafe_untracked", files=[e.to_json() for e in exc.entries])
+        if not ctx.escalator.interactive:
+            stdout.print_json(json.dumps({"status": "unsafe_untracked_files", "files": [e.to_json() for e in exc.entries],
+                                          "hint": "add them to .gitignore or `git add` them yourself, then run gtd again"}))
+        raise
     except KeyboardInterrupt:
         ctx.audit.record("interrupted")
         leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
@@ -64,9 +71,13 @@ def next_step(options: RunOptions, run_all: bool) -> None:
             run_next(ctx)
 
 
+RUN_COMMANDS = ("plan", "build", "learn")  # the commands that take the run options before them too
+
+
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan_cmd(
+        typer_ctx: typer.Context,
         goal: Annotated[Optional[str], typer.Argument(help="What you want done (appended to TODO.md as the seed).")] = None,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
@@ -83,12 +94,14 @@ def register(app: typer.Typer) -> None:
         """
         from gtd.workflow.plan import plan
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                                 json_events).merged(typer_ctx.obj)) as ctx:
             plan(ctx, goal)
 
     @app.command("build")
     def build_cmd(
-        one: Annotated[bool, typer.Option("--one", help="Build only the next item (package) and stop.")] = False,
+        typer_ctx: typer.Context,
+        one: Annotated[bool, typer.Option("--one", "--single", help="Build only the next item (package) and stop.")] = False,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
         directory: opt.Directory = None, json_events: opt.JsonEvents = False,
@@ -104,11 +117,13 @@ def register(app: typer.Typer) -> None:
         """
         from gtd.workflow.build import build, build_step
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                                 json_events).merged(typer_ctx.obj)) as ctx:
             build_step(ctx) if one else build(ctx)
 
     @app.command("learn")
     def learn_cmd(
+        typer_ctx: typer.Context,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
         directory: opt.Directory = None, json_events: opt.JsonEvents = False,
@@ -122,8 +137,42 @@ def register(app: typer.Typer) -> None:
         """
         from gtd.workflow.learn import learn
 
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)) as ctx:
+        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                                 json_events).merged(typer_ctx.obj)) as ctx:
             learn(ctx)
+
+    @app.command("status")
+    def status_cmd(
+        typer_ctx: typer.Context,
+        json_out: opt.JsonOut = False,
+        directory: opt.Directory = None,
+    ) -> None:
+        """Say what `gtd` would do next and why (which commit, which file, which rule). Runs nothing."""
+        from gtd.cli.context import load
+        from gtd.workflow import testcmd
+        from gtd.workflow.steps import predict
+
+        options = RunOptions(directory=directory).merged(typer_ctx.obj)
+        loaded = load(options)
+        if loaded.repo_root is None:
+            raise GtdError(f"{options.cwd()} is not inside a git repository", exit_code=ExitCode.USAGE)
+        result = predict(loaded.repo_root)
+        tests = testcmd.resolve(loaded.config.test_command, loaded.repo_root)
+        result["test_command"] = {"command": tests.command, "source": tests.source or None}
+        if json_out:
+            stdout.print_json(json.dumps(result))
+            return
+        from rich.markup import escape
+
+        stdout.print(f"[bold]next:[/bold] {escape(result['next'])}")
+        stdout.print(f"[bold]why:[/bold] {escape(result['reason'])}  [dim](rule: {escape(result['rule'])})[/dim]")
+        if result.get("commit"):
+            stdout.print(f"[bold]from commit:[/bold] {escape(result['commit']['sha'][:10])} {escape(result['commit']['subject'])}")
+        pending = result.get("pending_edits")
+        if pending:
+            stdout.print(f"[bold]uncommitted:[/bold] {escape(', '.join(pending['paths'][:10]))}"
+                         f"{' …' if len(pending['paths']) > 10 else ''} -> {escape(pending['what'])}")
+        stdout.print(f"[bold]tests:[/bold] {escape(tests.describe())}")
 
     app.command("demo")(demo)
 
@@ -157,6 +206,7 @@ def demo(
     repo.mkdir(parents=True, exist_ok=True)
     git.git(repo, "init", "-q")
     workspace_files.write_text(repo, "README.md", "# demo\n")
+    workspace_files.write_text(repo, ".gitignore", "__pycache__/\n")
     workspace_files.write_text(repo, ".gtdrc.json", json.dumps({"provider": "scripted", "testCommand": "python3 -m unittest -q"},
                                                                indent=2) + "\n")
     git.commit_all(repo, "initial commit")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,41 @@ def read_config_text(path: Path, *, workspace: Path | None = None) -> str | None
         raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
 
 
-def dump_document(path: Path, document: Any, *, indent: int = 2) -> str:
+def dump_document(path: Path, document: Any, *, indent: int = 2, original: str = "") -> str:
+    """The document as text. JSON keeps the original's style: arrays written on one line stay on one line."""
     if is_toml(path):
         return tomlkit.dumps(document)
-    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+    return dump_json(document, indent=indent, compact_keys=compact_array_keys(original)) + "\n"
+
+
+_INLINE_ARRAY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:\s*\[[^\[\]\n]*\]')
+
+
+def compact_array_keys(text: str) -> set[str]:
+    """Keys whose array value the file writes on a single line (`"allowDomains": ["a", "b"]`)."""
+    return {match.group(1) for match in _INLINE_ARRAY.finditer(text)}
+
+
+def dump_json(value: Any, *, indent: int = 2, compact_keys: set[str] | None = None, _level: int = 0,
+              _key: str | None = None) -> str:
+    """json.dumps(indent=...) except that arrays of scalars under `compact_keys` stay on one line."""
+    compact_keys = compact_keys or set()
+    pad, inner = " " * (indent * _level), " " * (indent * (_level + 1))
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        parts = [f"{inner}{json.dumps(k, ensure_ascii=False)}: "
+                 f"{dump_json(v, indent=indent, compact_keys=compact_keys, _level=_level + 1, _key=k)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(parts) + f"\n{pad}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        if _key in compact_keys and all(not isinstance(v, (dict, list)) for v in value):
+            return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in value) + "]"
+        parts = [f"{inner}{dump_json(v, indent=indent, compact_keys=compact_keys, _level=_level + 1)}" for v in value]
+        return "[\n" + ",\n".join(parts) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def detect_json_indent(text: str, default: int = 2) -> int:

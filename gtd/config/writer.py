@@ -58,14 +58,20 @@ def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], No
     path = Path(path)
     with config_lock(path):
         text = read_config_text(path, workspace=workspace) or ""
-        document = parse_document(path, text)
-        if not isinstance(to_plain(document), dict):
-            raise ConfigError(str(path), "", "the top level must be an object")
-        mutate(document)
-        plain, _ = strip_legacy_keys(to_plain(document), str(path))
-        validate_layer(plain, str(path))
-        indent = detect_json_indent(text) if text else 2
-        write_config_text(path, dump_document(path, document, indent=indent), workspace=workspace)
+        write_config_text(path, edited_text(path, text, mutate), workspace=workspace)
+
+
+def edited_text(path: Path, text: str, mutate: Callable[[MutableMapping[str, Any]], None]) -> str:
+    """The file's text after one change, validated, in the file's own format and style. Pure: used
+    for the file on disk and for the committed version alike (a 🔐 commit holds only gtd's change)."""
+    document = parse_document(path, text)
+    if not isinstance(to_plain(document), dict):
+        raise ConfigError(str(path), "", "the top level must be an object")
+    mutate(document)
+    plain, _ = strip_legacy_keys(to_plain(document), str(path))
+    validate_layer(plain, str(path))
+    indent = detect_json_indent(text) if text else 2
+    return dump_document(path, document, indent=indent, original=text)
 
 
 def write_config_text(path: Path, text: str, *, workspace: Path | None = None) -> None:

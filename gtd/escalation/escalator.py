@@ -78,7 +78,7 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
         trust.approve_entry(path, entry(rule.key, rule.value))
         if was_trusted or not existed:
             trust.trust(path)  # content the user trusted plus what they just approved
-        commit, warning = _commit(repo_root, request)  # under the lock: two approvals never race for git's index
+        commit, warning = _commit(repo_root, request, mutate)  # under the lock: two approvals never race for git's index
     return SavedRule(path, rule.describe(), commit, warning)
 
 
@@ -89,14 +89,23 @@ def _approval_lock(path: Path) -> FileLock:
     return FileLock(str(directory / f"approve-{digest}.lock"), timeout=60)
 
 
-def _commit(repo_root: Path, request: EscalationRequest) -> tuple[str | None, str | None]:
-    from gtd.workflow.git import commit_paths
+def _commit(repo_root: Path, request: EscalationRequest, mutate) -> tuple[str | None, str | None]:
+    """The 🔐 commit holds the committed file plus only the rule gtd added: the person's other
+    uncommitted edits to the same file stay uncommitted."""
+    import subprocess
+
+    from gtd.config.writer import edited_text
+    from gtd.workflow.git import commit_file_text, git
     from gtd.workflow.steps import CONFIG_PREFIX
 
+    path = repo_root / PROJECT_CONFIG_NAME
     try:
-        sha = commit_paths(repo_root, [PROJECT_CONFIG_NAME], f"{CONFIG_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
+        committed = git(repo_root, "show", f"HEAD:{PROJECT_CONFIG_NAME}", check=False)
+        text = edited_text(path, committed, mutate)
+        sha = commit_file_text(repo_root, PROJECT_CONFIG_NAME, text,
+                               f"{CONFIG_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
         return sha, None
-    except GtdError as exc:
+    except (GtdError, subprocess.CalledProcessError) as exc:
         return None, f"saved, but not committed: {exc}"
 
 

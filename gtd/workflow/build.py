@@ -1,62 +1,151 @@
 """The build phase: hand the agent the next unchecked item(s), run the tests, re-prompt on
-failure, then gtd itself ticks the items and commits. Bounded by a hard cap on steps."""
+failure, then gtd itself ticks the items and commits. Bounded by a hard cap on steps.
+
+Before the first build step of a plan the tests run once on their own (the baseline): when they
+are red already, the person hears it before any agent run is spent. A step in which the agent
+changed nothing is asked again once, then stops: an item is never ticked for work not done.
+"""
 
 from __future__ import annotations
 
-from gtd import workspace_files
 from gtd.config.schema import Phase
 from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.terminal_text import markup
-from gtd.workflow import git
+from gtd.workflow import git, testcmd
 from gtd.workflow.context import RunContext
+from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.plan import AGENTS_FILE, read_text
-from gtd.workflow.steps import Step, commit_human_edits, message
-from gtd.workflow.todo import TODO_FILE, read_todo
+from gtd.workflow.steps import Step, built_since_plan, commit_human_edits, message
+from gtd.workflow.todo import TODO_FILE, Item, read_todo, write_todo
 
 MAX_TEST_OUTPUT_CHARS = 8000
+NO_CHANGE_RETRIES = 1
+
+
+def _describe_item(item: Item) -> str:
+    text = f"- ({item.package}) {item.text}" if item.package else f"- {item.text}"
+    return text + "".join(f"\n  - {detail}" for detail in item.details)
+
+
+def _work_changed(ctx: RunContext) -> bool:
+    """Anything to commit besides TODO.md (which only gtd ticks)."""
+    return any(change.path != TODO_FILE for change in git.changes(ctx.repo))
+
+
+def check_tests(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand, why: str) -> None:
+    """Run the test command on its own (no agent). Red stops with exit 1 and the failures."""
+    ctx.progress.info(f"running tests ({markup(why)}): [bold]{markup(tests.command or '')}[/bold]")
+    run = agent.run_tests(tests.command or "")
+    ctx.audit.record("test_check", why=why, passed=run.passed)
+    if run.passed:
+        ctx.progress.info("[green]✓ tests pass[/green]")
+        return
+    raise GtdError(f"tests fail {why}: `{tests.command}` exited with {run.exit_code}.\n" + run.output[-3000:])
+
+
+def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) -> None:
+    """Before the plan's first build step: are the tests green before the agent touches anything?"""
+    ctx.progress.info(f"baseline: running the tests before the first build step: [bold]{markup(tests.command or '')}[/bold]")
+    run = agent.run_tests(tests.command or "")
+    ctx.audit.record("baseline_tests", passed=run.passed, exit_code=run.exit_code)
+    if run.passed:
+        ctx.progress.info("[green]✓ baseline tests pass[/green]")
+        return
+    ctx.progress.warn(f"baseline tests FAIL before any build step (`{tests.command}` exited with {run.exit_code}):\n"
+                      + run.output[-2000:])
+    if ctx.escalator.interactive:
+        with ctx.progress.paused():
+            answer = ctx.progress.console.input("The tests are red before the agent starts. Build anyway? \\[y/N] ")
+        if answer.strip().lower() in ("y", "yes"):
+            ctx.audit.record("baseline_red_accepted")
+            return
+    raise GtdError("baseline tests fail before the first build step, so no agent run was spent. Fix them "
+                   "(your fix is committed and checked on the next run), or run `gtd build` in a terminal and "
+                   "answer yes to build on red tests.")
 
 
 def build_step(ctx: RunContext) -> str | None:
     """Build the next package of unchecked items. Returns the commit sha, or None if nothing is left."""
-    commit_human_edits(ctx.repo)
+    commit_human_edits(ctx.repo, ctx.progress)
     todo = read_todo(ctx.repo)
-    if todo is None or todo.errors():
-        raise GtdError(f"no valid {TODO_FILE} to build from: run `gtd plan` first")
-    items = todo.unchecked()[: ctx.config.items_per_step]
+    if todo is None:
+        raise GtdError(f"no {TODO_FILE} to build from: write one, or run `gtd plan \"<goal>\"` first",
+                       exit_code=ExitCode.USAGE)
+    errors = todo.build_errors()
+    if errors:
+        raise GtdError(f"{TODO_FILE} is not a plan gtd can build: {'; '.join(errors)}. Fix it by hand, or run "
+                       "`gtd plan` to have the agent fix it.")
+    items = todo.next_package() or todo.unchecked()[: ctx.config.items_per_step]
     if not items:
         return None
     titles = "; ".join(item.text for item in items)
-    ctx.progress.phase("build", item=titles, level=ctx.level_for(Phase.BUILD).value, provider=ctx.provider.name)
+    package = items[0].package
+    label = f"{package}: {titles}" if package else titles
+    tests = testcmd.resolve(ctx.config.test_command, ctx.repo)
+    ctx.progress.phase("build", item=label, level=ctx.level_for(Phase.BUILD).value, provider=ctx.provider.name)
+    if tests.command is None:
+        ctx.progress.warn("NO TEST COMMAND: none is configured (`testCommand`) and none was detected, so this "
+                          "step is not tested. Set `testCommand` in .gtdrc.json (`gtd init` proposes one).")
+    else:
+        ctx.progress.info(markup(tests.describe()))
     agent = PhaseAgent(ctx, Phase.BUILD)
-    test_command = ctx.config.test_command
-    prompt = render("build", items="\n".join(f"- {i.text}\n  - Tests: {i.tests}" for i in items),
-                    test_command=test_command or "(none configured)", todo=read_text(ctx, TODO_FILE),
+    if tests.command and not built_since_plan(ctx.repo) and not git.changes(ctx.repo):  # (not when carrying on)
+        _baseline(ctx, agent, tests)
+    prompt = render("build", items="\n".join(_describe_item(i) for i in items),
+                    test_command=tests.command or "(none configured)", todo=read_text(ctx, TODO_FILE),
                     agents=read_text(ctx, AGENTS_FILE))
     system = render("system_build")
     attempts = ctx.config.test_retries + 1
-    for attempt in range(1, attempts + 1):
+    attempt, unchanged_left = 1, NO_CHANGE_RETRIES
+    while True:
         agent.ask(prompt, system_prompt=system, editable_paths=None)
-        if not test_command:
+        if not _work_changed(ctx):
+            ctx.audit.record("build_unchanged", items=[i.text for i in items], retry=unchanged_left > 0)
+            if unchanged_left:
+                unchanged_left -= 1
+                ctx.progress.warn("the agent changed nothing: asking it again to do the item(s)")
+                prompt = render("build_unchanged", items="\n".join(_describe_item(i) for i in items))
+                continue
+            raise GtdError(f"the agent changed nothing for: {label}. The item(s) stay unticked and nothing was "
+                           f"committed. Do them yourself (gtd commits your fix), or reword them in {TODO_FILE}.")
+        if not tests.command:
             break
-        ctx.progress.info(f"running tests: [bold]{markup(test_command)}[/bold]")
-        run = agent.run_tests(test_command)
+        ctx.progress.info(f"running tests: [bold]{markup(tests.command)}[/bold]")
+        run = agent.run_tests(tests.command)
         if run.passed:
             ctx.progress.info("[green]✓ tests pass[/green]")
             break
         ctx.progress.warn(f"tests failed (attempt {attempt} of {attempts})")
         if attempt == attempts:
-            raise GtdError(f"tests still fail after {attempts} attempt(s) on: {titles}. The agent's changes are left "
+            raise GtdError(f"tests still fail after {attempts} attempt(s) on: {label}. The agent's changes are left "
                            "uncommitted for you to inspect; fix them and run `gtd` again.\n" + run.output[-2000:])
-        prompt = render("build_retry", test_command=test_command, attempt=attempt, attempts=attempts,
+        prompt = render("build_retry", test_command=tests.command, attempt=attempt, attempts=attempts,
                         test_output=run.output[-MAX_TEST_OUTPUT_CHARS:])
+        attempt += 1
     current = read_todo(ctx.repo) or todo
-    workspace_files.write_text(ctx.repo, TODO_FILE,
-                               current.ticked([i for i in current.items if i.text in {x.text for x in items} and not i.done]))
-    sha = git.commit_all(ctx.repo, message(Step.BUILD, titles))
+    wanted = {x.text for x in items}
+    write_todo(ctx.repo, current.ticked([i for i in current.items if i.text in wanted and not i.done]))
+    normalize_todo(ctx.repo)
+    body = [f"Tested with: {tests.command} ({'configured' if tests.source == 'config' else tests.source})"
+            if tests.command else testcmd.NOT_TESTED_NOTE]
+    from gtd.workflow.unsafe import find_unsafe
+
+    unsafe = find_unsafe([c.path for c in git.changes(ctx.repo) if c.status == "??"])
+    if unsafe:
+        bulk = [e.path for e in unsafe if e.why == "bulk"]
+        ctx.progress.warn("left out of the build commit (secrets or generated bulk): " + ", ".join(e.path for e in unsafe)
+                          + (f"; generated bulk added to .git/info/exclude: {', '.join(bulk)}" if bulk else ""))
+        if bulk:
+            git.exclude_locally(ctx.repo, bulk)
+    sha = git.commit_all(ctx.repo, message(Step.BUILD, label) + "\n\n" + "\n".join(body),
+                         leave_out=[e.path for e in unsafe])
     ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)
-    ctx.progress.info(f"[green]✓ build[/green] {markup(titles)}")
+    if sha:
+        ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
+    ctx.progress.info(f"[green]✓ build[/green] {markup(label)}")
     return sha
 
 

@@ -4,17 +4,38 @@ from __future__ import annotations
 
 from gtd.terminal_text import markup
 from gtd.workflow.build import build_step
+from gtd.config.schema import Phase
+from gtd.workflow import git, testcmd
+from gtd.workflow.build import build_step, check_tests
 from gtd.workflow.context import RunContext
 from gtd.workflow.learn import cleanup, learn
 from gtd.workflow.plan import plan
-from gtd.workflow.steps import Inference, Next, commit_human_edits, infer_next
+from gtd.workflow.steps import HumanEdits, Inference, Next, Step, commit_human_edits, infer_next
+from gtd.workflow.todo import TODO_FILE, read_todo
+
+
+def check_fix(ctx: RunContext, edits: HumanEdits | None) -> None:
+    """A person's fix with no unbuilt items left is checked: red tests stop with exit 1."""
+    if edits is None or edits.step != Step.FIX or not [p for p in edits.fix_paths if p != TODO_FILE]:
+        return
+    todo = read_todo(ctx.repo)
+    if todo is not None and todo.unchecked():
+        return  # the next build step runs the tests anyway
+    tests = testcmd.resolve(ctx.config.test_command, ctx.repo)
+    if tests.command is None:
+        ctx.progress.warn("your fix is committed but NOT tested: no test command is configured (`testCommand`) "
+                          "and none was detected")
+        return
+    from gtd.workflow.phase_agent import PhaseAgent
+
+    check_tests(ctx, PhaseAgent(ctx, Phase.BUILD), tests, "after your fix")
 
 
 def run_next(ctx: RunContext) -> Inference:
     """Commit the person's edits, then run exactly one step. Returns what was inferred."""
-    commit_human_edits(ctx.repo)
+    check_fix(ctx, commit_human_edits(ctx.repo, ctx.progress))
     inference = infer_next(ctx.repo)
-    ctx.audit.record("next_step", next=inference.next.value, reason=inference.reason)
+    ctx.audit.record("next_step", next=inference.next.value, reason=inference.reason, rule=inference.rule)
     if inference.next == Next.PLAN:
         plan(ctx)
     elif inference.next == Next.BUILD:
@@ -28,12 +49,22 @@ def run_next(ctx: RunContext) -> Inference:
     return inference
 
 
+def _state(ctx: RunContext) -> tuple[str, bool]:
+    return git.git(ctx.repo, "rev-parse", "HEAD", check=False).strip(), bool(git.changes(ctx.repo))
+
+
 def run_until_blocked(ctx: RunContext, max_steps: int) -> list[Inference]:
-    """Keep taking next steps until the workflow is idle or needs a person (bounded)."""
+    """Keep taking next steps until the workflow is idle or needs a person (bounded). A step that
+    changed nothing at all stops the loop: running it again would do the same."""
     done = []
     for _ in range(max_steps):
+        before = _state(ctx)
         inference = run_next(ctx)
         done.append(inference)
         if inference.next in (Next.IDLE, Next.ANSWER_QUESTIONS, Next.CLEANUP):
+            break
+        if _state(ctx) == before:
+            ctx.progress.warn(f"stopping: the {inference.next.value} step changed nothing, so repeating it would not "
+                              f"help ({inference.reason})")
             break
     return done

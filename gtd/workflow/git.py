@@ -63,9 +63,11 @@ def has_commits(repo: Path) -> bool:
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip() != ""
 
 
-def commit_all(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
-    """Stage everything and commit. Returns the new sha, or None if there was nothing to commit."""
+def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out: list[str] | None = None) -> str | None:
+    """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
     git(repo, "add", "-A")
+    if leave_out:
+        git(repo, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)
     return _commit(repo, message, allow_empty=allow_empty)
 
 
@@ -78,12 +80,109 @@ def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
     return git(repo_root, "rev-parse", "HEAD").strip()
 
 
+def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | None:
+    """Commit one file with exactly this content, whatever the work tree or the index hold: the
+    person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
+    import tempfile
+
+    blob = subprocess.run(["git", *NO_HOOKS, "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    fd, index = tempfile.mkstemp(prefix="gtd-index-")
+    os.close(fd)
+    os.unlink(index)
+    env = {"GIT_INDEX_FILE": index, **_identity_env(repo)}
+    try:
+        parent = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
+        if parent:
+            git(repo, "read-tree", parent, env=env)
+        git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        tree = git(repo, "write-tree", env=env).strip()
+        if parent and tree == git(repo, "rev-parse", f"{parent}^{{tree}}").strip():
+            return None
+        sha = subprocess.run(["git", *NO_HOOKS, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
+                             cwd=repo, input=message, capture_output=True, text=True, check=True,
+                             env={**os.environ, **env}).stdout.strip()
+    finally:
+        if os.path.exists(index):
+            os.unlink(index)
+    git(repo, "update-ref", "-m", f"gtd: {message.splitlines()[0]}", "HEAD", sha, *([parent] if parent else []))
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")  # the index agrees with the commit
+    return sha
+
+
 def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
     nothing_staged = has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
     if nothing_staged and not allow_empty:
         return None
     git(repo, "commit", "-q", "--allow-empty", "-m", message, env=_identity_env(repo))
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def exclude_locally(repo: Path, paths: list[str]) -> None:
+    """Add paths to .git/info/exclude (this clone only, never committed), once each."""
+    target = Path(repo, git(repo, "rev-parse", "--git-path", "info/exclude").strip())
+    if target.is_symlink():
+        raise GtdError(f"{target} is a symlink: refusing to write through it")
+    existing = target.read_text(encoding="utf-8").splitlines() if target.is_file() else []
+    fresh = [f"/{path}" for path in paths if f"/{path}" not in existing]
+    if fresh:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write("".join(f"{line}\n" for line in ["# left out of gtd's commits (generated bulk)"] + fresh))
+
+
+def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
+    """Make the index HEAD plus exactly these files and these partial patches (hunks of a file)."""
+    git(repo, "read-tree", "HEAD") if has_commits(repo) else git(repo, "read-tree", "--empty")
+    if files:
+        git(repo, "add", "-A", "--", *files)
+    for path, patch in patches.items():
+        result = subprocess.run(["git", *NO_HOOKS, "apply", "--cached", "--recount", "-"], cwd=repo, input=patch,
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise GtdError(f"could not separate your fix from your feedback in {path}: {result.stderr.strip()}")
+
+
+def commit_staged(repo: Path, message: str) -> str | None:
+    """Commit what is staged (nothing staged: no commit)."""
+    return _commit(repo, message)
+
+
+def subject(repo: Path, sha: str) -> str:
+    return git(repo, "log", "-1", "--format=%s", sha).strip()
+
+
+def commit_files(repo: Path, sha: str) -> list[str]:
+    """What a commit changed, as `status<TAB>path` lines (A added, M modified, D deleted...)."""
+    out = git(repo, "show", "--no-renames", "--name-status", "--format=", sha, check=False)
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def log(repo: Path, limit: int = 200) -> list[tuple[str, str]]:
+    """(sha, subject) of the newest commits, newest first."""
+    if not has_commits(repo):
+        return []
+    return [tuple(line.split(" ", 1)) if " " in line else (line, "")  # type: ignore[misc]
+            for line in git(repo, "log", f"-{limit}", "--format=%H %s").splitlines()]
+
+
+MAX_UNTRACKED_READ = 1 << 20
+
+
+def read_untracked(repo: Path, path: str) -> str | None:
+    """The text of an untracked regular file (never through a symlink; None otherwise), capped."""
+    import stat
+
+    try:
+        fd = os.open(repo / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_UNTRACKED_READ).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 def subjects(repo: Path, limit: int = 200) -> list[str]:

@@ -1,23 +1,34 @@
-"""The learn phase: the agent merges the plan's learnings into AGENTS.md; then cleanup removes TODO.md."""
+"""The learn phase: the agent merges the plan's learnings into AGENTS.md; then cleanup removes TODO.md.
+
+The cleanup commit's body keeps the story once TODO.md is gone: the goal and the items built.
+"""
 
 from __future__ import annotations
 
 from gtd import workspace_files
 from gtd.config.schema import Phase
+from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.workflow import git
 from gtd.workflow.context import RunContext
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.plan import AGENTS_FILE, read_text
 from gtd.workflow.steps import Step, commit_human_edits, message
-from gtd.workflow.todo import TODO_FILE, read_todo
+from gtd.workflow.todo import TODO_FILE, Todo, read_todo, remove_todo
 
 
 def learn(ctx: RunContext) -> str | None:
-    commit_human_edits(ctx.repo)
+    commit_human_edits(ctx.repo, ctx.progress)
     todo = read_todo(ctx.repo)
-    title = (todo.title if todo else None) or "plan"
-    learnings = todo.learnings if todo else []
+    if todo is None:
+        raise GtdError(f"nothing to learn from: there is no {TODO_FILE} (a plan's learnings live there). "
+                       "Nothing was committed.", exit_code=ExitCode.USAGE)
+    if todo.unchecked():
+        raise GtdError(f"{len(todo.unchecked())} item(s) in {TODO_FILE} are not built yet: run `gtd build` first "
+                       "(or `gtd` to take the next step). Nothing was committed.", exit_code=ExitCode.USAGE)
+    title = todo.title or "plan"
+    learnings = todo.learnings
     sha = None
     if learnings:
         ctx.progress.phase("learn", level=ctx.level_for(Phase.LEARN).value, provider=ctx.provider.name)
@@ -29,16 +40,46 @@ def learn(ctx: RunContext) -> str | None:
         ctx.progress.info(f"[green]✓ learn[/green] {len(learnings)} learning(s) merged into {AGENTS_FILE}")
     else:
         sha = git.commit_all(ctx.repo, message(Step.LEARN, f"{title} (no learnings)"), allow_empty=True)
+    if sha:
+        ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
     cleanup(ctx, title)
     return sha
 
 
+def story(todo: Todo | None) -> str:
+    """The cleanup commit's body: the goal as the plan stated it, and what was built."""
+    if todo is None:
+        return ""
+    goal = []
+    for line in todo.lines:
+        if line.startswith("## "):
+            break
+        text = line.strip()
+        if text and not text.startswith("# ") and text != "<!-- goal -->":
+            goal.append(text)
+    built = [item.text for item in todo.items if item.done]
+    parts = []
+    if goal:
+        parts.append("Goal:\n" + "\n".join(f"  {line}" for line in goal))
+    if built:
+        parts.append("Built:\n" + "\n".join(f"- {item}" for item in built))
+    unbuilt = [item.text for item in todo.items if not item.done]
+    if unbuilt:
+        parts.append("Not built:\n" + "\n".join(f"- {item}" for item in unbuilt))
+    if todo.learnings:
+        parts.append("Learnings:\n" + "\n".join(todo.learnings))
+    return "\n\n".join(parts)
+
+
 def cleanup(ctx: RunContext, title: str | None = None) -> str | None:
+    todo = read_todo(ctx.repo)
     if title is None:
-        todo = read_todo(ctx.repo)
         title = (todo.title if todo else None) or "plan"
-    workspace_files.remove(ctx.repo, TODO_FILE)
-    sha = git.commit_all(ctx.repo, message(Step.CLEANUP, f"remove {TODO_FILE} ({title})"))
+    remove_todo(ctx.repo)
+    body = story(todo)
+    sha = git.commit_all(ctx.repo, message(Step.CLEANUP, f"remove {TODO_FILE} ({title})") + (f"\n\n{body}" if body else ""))
     ctx.audit.record("step", step="cleanup", commit=sha)
+    if sha:
+        ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
     ctx.progress.info(f"[green]✓ cleanup[/green] removed {TODO_FILE}")
     return sha

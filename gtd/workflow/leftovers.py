@@ -52,7 +52,7 @@ def remember(repo: Path, phase: str, reason: str) -> bool:
     return True
 
 
-def untouched(repo: Path) -> bool:
+def untouched(repo: Path, *, forget_stale: bool = True) -> bool:
     """True when the uncommitted changes are exactly what a stopped phase left (nobody edited since)."""
     path = _marker(repo)
     if not path.exists():
@@ -64,7 +64,8 @@ def untouched(repo: Path) -> bool:
     head = git.git(repo, "rev-parse", "HEAD", check=False).strip()
     if marker.get("head") == head and marker.get("tree") == worktree_tree(repo):
         return True
-    forget(repo)  # HEAD moved or the person edited: from now on the changes are theirs
+    if forget_stale:
+        forget(repo)  # HEAD moved or the person edited: from now on the changes are theirs
     return False
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from gtd import workspace_files
 from gtd.config.schema import Phase
 from gtd.errors import GtdError
+from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.workflow import git
 from gtd.workflow.context import RunContext
+from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.phase_agent import PhaseAgent
-from gtd.workflow.steps import Step, commit_human_edits, marker_lines, message
-from gtd.workflow.todo import TODO_FILE, read_todo
+from gtd.workflow.steps import Step, commit_human_edits, marker_lines, message, step_of_subject
+from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, write_todo
 
 AGENTS_FILE = "AGENTS.md"
 
@@ -26,9 +28,10 @@ def feedback_since_plan(ctx: RunContext) -> str:
     shas = []
     for line in log:
         sha, _, subject = line.partition(" ")
-        if subject.startswith("📝"):
+        step = step_of_subject(subject)
+        if step == Step.PLAN:
             break
-        if subject.startswith("💬"):
+        if step == Step.FEEDBACK:
             shas.append(sha)
     if not shas:
         return "(none)"
@@ -36,7 +39,11 @@ def feedback_since_plan(ctx: RunContext) -> str:
 
 
 def plan(ctx: RunContext, goal: str | None = None) -> str:
-    """Run the plan phase. Returns the commit sha."""
+    """Run the plan phase. Returns the commit sha. A plan the agent left unchanged, and valid, is
+    committed as an empty plan commit: the workflow moves on to build instead of planning again."""
+    if not goal and read_todo_text(ctx.repo) is None:
+        raise GtdError(f"nothing to plan: there is no {TODO_FILE} and no goal. Run `gtd plan \"<goal>\"`, or write "
+                       f"your goal into {TODO_FILE}.", exit_code=ExitCode.USAGE)
     provider = ctx.provider  # a missing agent CLI fails here, before the goal is written into TODO.md
     if goal:
         existing = workspace_files.read_text(ctx.repo, TODO_FILE) or ""
@@ -53,8 +60,15 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         todo = read_todo(ctx.repo)
         errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
         if not errors:
+            normalize_todo(ctx.repo)
             sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))
+            if sha is None:
+                ctx.progress.warn(f"the agent left {TODO_FILE} unchanged; it is a valid plan, so it stands as it is "
+                                  "and the workflow moves on")
+                sha = git.commit_all(ctx.repo, message(Step.PLAN, f"{todo.title or 'plan'} (unchanged)"), allow_empty=True)
             ctx.audit.record("step", step="plan", commit=sha)
+            if sha:
+                ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
             ctx.progress.info(f"[green]✓ plan[/green] {len(todo.items)} item(s) in {TODO_FILE}")
             return sha
         ctx.progress.warn(f"{TODO_FILE} is not valid yet (attempt {attempt + 1}): {'; '.join(errors)}")

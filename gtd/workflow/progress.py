@@ -168,6 +168,21 @@ class Progress:
                 self.tail.clear()
         self._refresh()
 
+    def committed(self, subject: str, sha: str, files: list[str], *, step: str | None = None) -> None:
+        """Every commit gtd makes is shown with its files, so nothing lands in history unseen. `step`
+        is given for commits no audited phase step reports (the person's 💬/🔧 edits)."""
+        with self._lock:
+            if step is not None:
+                self._commit(sha, step=step)
+            if self.verbosity < 0:
+                return
+            self._line(f"[green]committed[/green] {markup(sha[:10])} {markup(subject, one_line=True)}")
+            shown = files[:20]
+            for line in shown:
+                self._line(f"    {markup(line.replace(chr(9), '  '), one_line=True)}")
+            if len(files) > len(shown):
+                self._line(f"    … and {len(files) - len(shown)} more file(s)")
+
     def event(self, event: AgentEvent) -> None:
         """One event of the agent's stream."""
         with self._lock:

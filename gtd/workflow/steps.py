@@ -1,18 +1,20 @@
 """Steps, their commit prefixes, and inferring the next step from git state alone.
 
 A person can stop at any time and resume later: the commit history says where we are.
+Histories written by the original TypeScript gtd are read too (🤖 plan, 🎓 learn, 🤦 feedback,
+👷 fix, 🌱/🧭 seed), so a plan it left half-built is built, not planned again.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from gtd import workspace_files
 from gtd.workflow import git
-from gtd.workflow.todo import TODO_FILE, read_todo
+from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo
 
 
 class Step(str, Enum):
@@ -35,10 +37,15 @@ PREFIX: dict[Step, str] = {
     Step.CONFIG: "🔐",
 }
 CONFIG_PREFIX = PREFIX[Step.CONFIG]
+# The original gtd's prefixes (🔨 and 🧹 are the same in both); read, never written.
+ORIGINAL_PREFIX: dict[str, Step] = {"🤖": Step.PLAN, "🎓": Step.LEARN, "🤦": Step.FEEDBACK, "👷": Step.FIX,
+                                    "🌱": Step.FEEDBACK, "🧭": Step.FEEDBACK}
 
 # Steps that move the workflow forward; FIX and CONFIG commits are transparent to inference.
 _WORKFLOW_STEPS = (Step.FEEDBACK, Step.PLAN, Step.BUILD, Step.LEARN, Step.CLEANUP)
-_MARKER = re.compile(r"\b(TODO|FIXME):")
+MARKER_WORDS = ("TODO", "FIXME", "FIX", "HACK", "XXX")
+_MARKER = re.compile(r"\b(" + "|".join(MARKER_WORDS) + r")\s*:", re.IGNORECASE)
+MARKER_GREP = r"\b(" + "|".join(MARKER_WORDS) + r")[[:space:]]*:"
 
 
 def message(step: Step, summary: str) -> str:
@@ -49,15 +56,44 @@ def step_of_subject(subject: str) -> Step | None:
     for step, prefix in PREFIX.items():
         if subject.startswith(prefix):
             return step
+    for prefix, step in ORIGINAL_PREFIX.items():
+        if subject.startswith(prefix):
+            return step
+    return None
+
+
+@dataclass(frozen=True)
+class StepCommit:
+    step: Step
+    sha: str
+    subject: str
+
+    def describe(self) -> str:
+        return f"{self.sha[:10]} \"{self.subject}\""
+
+
+def last_workflow_commit(repo: Path) -> StepCommit | None:
+    for sha, subject in git.log(repo):
+        step = step_of_subject(subject)
+        if step in _WORKFLOW_STEPS:
+            return StepCommit(step, sha, subject)
     return None
 
 
 def last_workflow_step(repo: Path) -> Step | None:
-    for subject in git.subjects(repo):
+    found = last_workflow_commit(repo)
+    return found.step if found else None
+
+
+def built_since_plan(repo: Path) -> bool:
+    """Whether a build step was committed after the last plan (or ever, for a plan-less history)."""
+    for _sha, subject in git.log(repo):
         step = step_of_subject(subject)
-        if step in _WORKFLOW_STEPS:
-            return step
-    return None
+        if step == Step.BUILD:
+            return True
+        if step in (Step.PLAN, Step.FEEDBACK, Step.CLEANUP):
+            return False
+    return False
 
 
 class Next(str, Enum):
@@ -73,80 +109,239 @@ class Next(str, Enum):
 class Inference:
     next: Next
     reason: str
+    rule: str = ""  # which rule decided, as a short stable name (shown by `gtd status`)
+    commit: StepCommit | None = None  # the workflow commit it was read from
+
+    def to_json(self) -> dict:
+        return {"next": self.next.value, "reason": self.reason, "rule": self.rule,
+                "commit": None if self.commit is None else {"sha": self.commit.sha, "subject": self.commit.subject,
+                                                            "step": self.commit.step.value}}
 
 
 def infer_next(repo: Path) -> Inference:
     """What `gtd` should do now, from committed history and the current TODO.md."""
-    last = last_workflow_step(repo)
+    found = last_workflow_commit(repo)
+    last = found.step if found else None
     todo = read_todo(repo)
+    since = f"the last workflow commit is {found.describe()}" if found else "no workflow commit yet"
+
+    def infer(next_step: Next, reason: str, rule: str) -> Inference:
+        return Inference(next_step, f"{reason} ({since})", rule, found)
+
     if todo is None:
         if last == Step.LEARN:
-            return Inference(Next.CLEANUP, "learnings are merged; TODO.md is gone already")
-        return Inference(Next.IDLE, f"no {TODO_FILE}: write one with your goal, or run `gtd plan \"<goal>\"`")
+            return infer(Next.CLEANUP, "learnings are merged; TODO.md is gone already", "learn-without-todo")
+        return infer(Next.IDLE, f"no {TODO_FILE}: write one with your goal, or run `gtd plan \"<goal>\"`", "no-todo")
     if last == Step.LEARN:
-        return Inference(Next.CLEANUP, "learnings are merged into AGENTS.md")
+        return infer(Next.CLEANUP, "learnings are merged into AGENTS.md", "after-learn")
     if last in (None, Step.FEEDBACK, Step.CLEANUP):
-        return Inference(Next.PLAN, "new goal or feedback to plan")
-    errors = todo.errors()
+        return infer(Next.PLAN, f"new goal or feedback to plan in {TODO_FILE}", "after-feedback")
+    errors = todo.build_errors()
     if errors:
-        return Inference(Next.PLAN, f"{TODO_FILE} is not a valid plan: {errors[0]}")
+        return infer(Next.PLAN, f"{TODO_FILE} is not a plan gtd can build: {errors[0]}", "invalid-plan")
     if last == Step.PLAN and todo.open_questions:
-        return Inference(Next.ANSWER_QUESTIONS, f"the plan has {len(todo.open_questions)} open question(s): answer them in {TODO_FILE}")
+        return infer(Next.ANSWER_QUESTIONS, f"the plan has {len(todo.open_questions)} open question(s): answer them "
+                     f"in {TODO_FILE}", "open-questions")
     if todo.unchecked():
-        return Inference(Next.BUILD, f"{len(todo.unchecked())} unchecked item(s)")
-    return Inference(Next.LEARN, "all items are done")
+        return infer(Next.BUILD, f"{len(todo.unchecked())} unchecked item(s) in {TODO_FILE}", "unchecked-items")
+    return infer(Next.LEARN, f"every item in {TODO_FILE} is checked", "all-done")
 
 
-@dataclass(frozen=True)
+# -- the person's edits ------------------------------------------------------------------------
+
+
+@dataclass
 class HumanEdits:
-    step: Step  # FEEDBACK or FIX
+    step: Step  # FEEDBACK or FIX: what the last commit made of them was
     paths: list[str]
     seed: bool  # a brand-new TODO.md: the start of a plan
+    fix_paths: list[str] = field(default_factory=list)  # files (or parts) that went into the 🔧 commit
+    feedback_paths: list[str] = field(default_factory=list)  # files (or parts) that went into the 💬 commit
+    commits: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Split:
+    feedback_files: list[str] = field(default_factory=list)  # wholly feedback
+    fix_files: list[str] = field(default_factory=list)  # wholly fix
+    mixed: dict[str, str] = field(default_factory=dict)  # path -> the patch of its fix hunks only
+
+
+def _bookkeeping_only(repo: Path) -> bool:
+    """The TODO.md change only adds learnings and/or ticks items the person did by hand: nothing
+    for the agent to plan (so it leads on to build or learn, not to a re-plan)."""
+    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if git.has_commits(repo) else ""
+    new = read_todo(repo)
+    if not old or new is None:
+        return False
+    return "".join(new.lines) != old and _plan_content(parse_todo(old).lines) == _plan_content(new.lines)
+
+
+def _plan_content(lines: list[str]) -> list[str]:
+    """The lines that matter for planning: without the Learnings section, ticks undone."""
+    kept, skipping = [], False
+    for line in lines:
+        if line.startswith("## "):
+            skipping = line[3:].strip().lower() == "learnings"
+        if not skipping and line.strip():
+            kept.append(re.sub(r"^([-*+] )\[[xX]\]", r"\1[ ]", line.rstrip()))
+    return kept
+
+
+def _hunks(diff: str) -> tuple[str, list[str]]:
+    """A one-file diff split into its header and its hunks."""
+    header, hunks = [], []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("@@"):
+            hunks.append(line)
+        elif hunks:
+            hunks[-1] += line
+        else:
+            header.append(line)
+    return "".join(header), hunks
+
+
+def _adds_marker_text(hunk: str) -> bool:
+    return any(line.startswith("+") and not line.startswith("+++") and _MARKER.search(line)
+               for line in hunk.splitlines())
+
+
+def _split(repo: Path, changed: list[git.Change]) -> _Split:
+    split = _Split()
+    for change in changed:
+        if change.path == TODO_FILE:
+            (split.fix_files if _bookkeeping_only(repo) else split.feedback_files).append(change.path)
+        elif change.status == "??":
+            try:
+                text = workspace_files.read_text(repo, change.path)
+            except (OSError, workspace_files.UnsafeWorkspacePath):
+                text = None  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
+            (split.feedback_files if text is not None and _MARKER.search(text) else split.fix_files).append(change.path)
+        else:
+            diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False) if git.has_commits(repo) else ""
+            header, hunks = _hunks(diff)
+            marked = [h for h in hunks if _adds_marker_text(h)]
+            if not marked:
+                split.fix_files.append(change.path)
+            elif len(marked) == len(hunks):
+                split.feedback_files.append(change.path)
+            else:
+                split.mixed[change.path] = header + "".join(h for h in hunks if h not in marked)
+    return split
 
 
 def classify_human_edits(repo: Path) -> HumanEdits | None:
-    """Uncommitted edits are the person's. TODO.md edits and new TODO:/FIXME: markers are feedback."""
+    """Uncommitted edits are the person's. TODO.md edits and new TODO:/FIXME:/FIX:/HACK:/XXX: markers
+    (any case) are feedback; the rest is a fix. Editing only TODO.md's Learnings, or ticking items
+    by hand, is not feedback."""
     changed = git.changes(repo)
     if not changed:
         return None
-    paths = [change.path for change in changed]
+    split = _split(repo, changed)
+    feedback = bool(split.feedback_files or split.mixed)
     todo_change = next((c for c in changed if c.path == TODO_FILE), None)
-    feedback = todo_change is not None or any(_adds_marker(repo, change) for change in changed)
-    seed = todo_change is not None and (todo_change.status in ("??", "A ") or last_workflow_step(repo) in (None, Step.CLEANUP))
-    return HumanEdits(Step.FEEDBACK if feedback else Step.FIX, paths, seed and feedback)
+    seed = todo_change is not None and TODO_FILE in split.feedback_files and (
+        todo_change.status in ("??", "A ") or last_workflow_step(repo) in (None, Step.CLEANUP))
+    return HumanEdits(Step.FEEDBACK if feedback else Step.FIX, [c.path for c in changed], seed,
+                      fix_paths=split.fix_files + list(split.mixed), feedback_paths=split.feedback_files + list(split.mixed))
 
 
-def _adds_marker(repo: Path, change: git.Change) -> bool:
-    if change.status == "??":
-        try:
-            return bool(_MARKER.search(workspace_files.read_text(repo, change.path) or ""))
-        except (OSError, workspace_files.UnsafeWorkspacePath):
-            return False  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
-    diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False)
-    return any(line.startswith("+") and not line.startswith("+++") and _MARKER.search(line) for line in diff.splitlines())
-
-
-def commit_human_edits(repo: Path) -> HumanEdits | None:
-    """Commit whatever the person changed, labelled as feedback/seed or fix. Changes a stopped
-    phase left behind, untouched since, are the agent's: they stay for the phase to carry on."""
+def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
+    """Commit whatever the person changed: fixes (🔧) and feedback (💬, or the seed of a plan) in
+    separate commits, fix first, hunk by hunk within a file. Untracked secrets or bulk stop it
+    (gtd.workflow.unsafe). Changes a stopped phase left behind, untouched since, are the agent's:
+    they stay for the phase to carry on."""
     from gtd.workflow import leftovers
+    from gtd.workflow.unsafe import UnsafeFiles, find_unsafe
 
     if leftovers.untouched(repo):
         return None
-    edits = classify_human_edits(repo)
-    if edits is None:
+    changed = git.changes(repo)
+    if not changed:
         return None
-    if edits.seed:
-        todo = read_todo(repo)
-        summary = f"seed: {todo.title}" if todo and todo.title else "seed"
+    unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
+    if unsafe:
+        raise UnsafeFiles(unsafe)
+    edits = classify_human_edits(repo)
+    assert edits is not None
+    split = _split(repo, changed)
+    from gtd.workflow import markdown
+
+    if TODO_FILE in split.feedback_files + split.fix_files:
+        markdown.normalize_todo(repo)
+    if split.feedback_files or split.mixed:
+        if split.fix_files or split.mixed:
+            git.stage_only(repo, split.fix_files, split.mixed)
+            sha = git.commit_staged(repo, message(Step.FIX, _shown(split.fix_files + list(split.mixed))))
+            if sha:
+                edits.commits.append(sha)
+                _show(progress, repo, sha)
+        if edits.seed:
+            todo = read_todo(repo)
+            summary = f"seed: {todo.title}" if todo and todo.title else "seed"
+        else:
+            summary = _shown(split.feedback_files + list(split.mixed))
+        sha = git.commit_all(repo, message(Step.FEEDBACK, summary))
     else:
-        shown = ", ".join(edits.paths[:3]) + (f" (+{len(edits.paths) - 3} more)" if len(edits.paths) > 3 else "")
-        summary = shown
-    git.commit_all(repo, message(edits.step, summary))
+        sha = git.commit_all(repo, message(Step.FIX, _shown(edits.paths)))
+    if sha:
+        edits.commits.append(sha)
+        _show(progress, repo, sha)
     return edits
 
 
+def _shown(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+
+
+def _show(progress, repo: Path, sha: str) -> None:
+    if progress is not None:
+        subject = git.subject(repo, sha)
+        progress.committed(subject, sha, git.commit_files(repo, sha), step=(step_of_subject(subject) or Step.FIX).value)
+
+
 def marker_lines(repo: Path, limit: int = 50) -> list[str]:
-    """Code lines with TODO:/FIXME: markers (outside TODO.md), for the plan prompt."""
-    out = git.git(repo, "grep", "-n", "-E", r"(TODO|FIXME):", "--", ".", f":!{TODO_FILE}", check=False)
+    """Code lines with TODO:/FIXME:/FIX:/HACK:/XXX: markers (outside TODO.md), for the plan prompt."""
+    out = git.git(repo, "grep", "-n", "-i", "-E", MARKER_GREP, "--", ".", f":!{TODO_FILE}", check=False)
     return out.splitlines()[:limit]
+
+
+def predict(repo: Path) -> dict:
+    """What `gtd` would do now and why, without doing anything (for `gtd status`)."""
+    from gtd.workflow import leftovers
+    from gtd.workflow.unsafe import find_unsafe
+
+    result: dict = {"pending_edits": None}
+    changed = git.changes(repo)
+    if changed and leftovers.untouched(repo, forget_stale=False):
+        result["pending_edits"] = {"owner": "agent", "paths": [c.path for c in changed],
+                                   "what": "a stopped phase's unfinished work: the next step carries on with it"}
+    elif changed:
+        unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
+        if unsafe:
+            result["pending_edits"] = {"owner": "person", "paths": [c.path for c in changed],
+                                       "unsafe": [e.to_json() for e in unsafe],
+                                       "what": "gtd would stop: untracked secrets or generated bulk (see `unsafe`)"}
+            result.update(next="stop", reason="untracked files look like secrets or generated bulk; ignore or add "
+                          "them first", rule="unsafe-untracked", commit=None)
+            return result
+        edits = classify_human_edits(repo)
+        assert edits is not None
+        result["pending_edits"] = {"owner": "person", "paths": edits.paths, "fix": edits.fix_paths,
+                                   "feedback": edits.feedback_paths, "seed": edits.seed,
+                                   "what": ("committed as " + " then ".join(
+                                       ([f"{PREFIX[Step.FIX]} fix"] if edits.fix_paths else []) +
+                                       ([f"{PREFIX[Step.FEEDBACK]} feedback"] if edits.feedback_paths else [])))}
+        if edits.step == Step.FEEDBACK:
+            found = last_workflow_commit(repo)
+            why = "TODO.md changed" if TODO_FILE in edits.feedback_paths else "new TODO:/FIXME:-style markers in " + \
+                ", ".join(p for p in edits.feedback_paths)
+            result.update(next=Next.PLAN.value if read_todo(repo) is not None or TODO_FILE in edits.paths
+                          else Next.IDLE.value,
+                          reason=f"your uncommitted edits are feedback ({why}): gtd commits them, then plans",
+                          rule="pending-feedback",
+                          commit=None if found is None else {"sha": found.sha, "subject": found.subject,
+                                                             "step": found.step.value})
+            return result
+    result.update(infer_next(repo).to_json())
+    return result

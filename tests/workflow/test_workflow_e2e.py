@@ -47,6 +47,7 @@ def write_script(repo: Path, build_turns: list[dict], plan: str = PLAN) -> Path:
 def setup_repo(repo: Path, script: Path, test_command: str = "python3 -m unittest -q") -> None:
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script),
                                                   "testCommand": test_command, "testRetries": 1}))
+    (repo / ".gitignore").write_text("__pycache__/\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "configure gtd")
 
@@ -202,10 +203,32 @@ def test_leftovers_edited_by_the_person_become_their_fix(repo):
     assert run_gtd("plan", cwd=repo).returncode == 0
     assert run_gtd("build", cwd=repo).returncode == 1
     (repo / "count.py").write_text("def add(a, b):\n    return a + b  # by hand\n")
-    write_script(repo, [{"actions": [{"shell": "true"}]}])
+    write_script(repo, [{"actions": [{"write": {"path": "count.py",
+                                                "content": "def add(a, b):\n    return a + b  # by hand, reviewed\n"}}]}])
     assert run_gtd("build", cwd=repo).returncode == 0
     assert subjects(repo)[0].startswith("🔨 build:")
     assert subjects(repo)[1].startswith("🔧 fix:")
+
+
+def test_build_where_the_agent_changes_nothing_never_ticks(repo):
+    setup_repo(repo, write_script(repo, [{"actions": [{"shell": "true"}]}]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    planned = subjects(repo)
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    assert "the agent changed nothing: asking it again" in result.stderr
+    assert "the agent changed nothing for: Add count.py with add(a, b)" in result.stderr
+    assert subjects(repo) == planned and "- [ ] Add count.py" in (repo / "TODO.md").read_text()
+    # the person does the item by hand and ticks it: a fix, not feedback, so gtd goes on to learn
+    (repo / "count.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_count.py").write_text(TEST_FILE)
+    (repo / "TODO.md").write_text((repo / "TODO.md").read_text().replace("- [ ]", "- [x]"))
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[:3] == ["🧹 cleanup: remove TODO.md (Counter)", "📚 learn: Counter",
+                                  "🔧 fix: TODO.md, count.py, test_count.py"]
+    assert "running tests (after your fix)" in result.stderr  # a fix with nothing left to build is checked
 
 
 def test_a_step_without_an_agent_needs_no_agent_cli(repo, tmp_path):

@@ -1,0 +1,132 @@
+"""Which command tests this project: the configured one, else one detected from the project's files.
+
+"No tests" must never read as "tests green": when nothing is configured or detected, every build
+says so loudly and the build commit's body records that the step was not tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_READ = 1 << 20
+# npm's placeholder from `npm init`: a test script that only fails.
+_NPM_PLACEHOLDER = re.compile(r"no test specified", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TestCommand:
+    command: str | None
+    source: str  # "config", or what it was detected from
+
+    def describe(self) -> str:
+        if self.command is None:
+            return "no test command: none configured (`testCommand`) and none detected"
+        if self.source == "config":
+            return f"test command: {self.command} (configured)"
+        return f"test command: {self.command} (detected from {self.source}; set `testCommand` to choose another)"
+
+
+def _text(root: Path, name: str) -> str | None:
+    """A project file's text: regular files only, never through a symlink, capped."""
+    try:
+        fd = os.open(root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_READ).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def _package_json_test(root: Path) -> str | None:
+    text = _text(root, "package.json")
+    if text is None:
+        return None
+    try:
+        scripts = json.loads(text).get("scripts") or {}
+    except (ValueError, AttributeError):
+        return None
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    if not isinstance(test, str) or not test.strip() or _NPM_PLACEHOLDER.search(test):
+        return None
+    if _text(root, "pnpm-lock.yaml") is not None:
+        return "pnpm test"
+    if _text(root, "yarn.lock") is not None:
+        return "yarn test"
+    if _text(root, "bun.lockb") is not None or _text(root, "bun.lock") is not None:
+        return "bun run test"
+    return "npm test"
+
+
+def _uses_pytest(root: Path) -> str | None:
+    if _text(root, "pytest.ini") is not None:
+        return "pytest.ini"
+    if "[tool.pytest" in (_text(root, "pyproject.toml") or ""):
+        return "pyproject.toml [tool.pytest]"
+    if "[tool:pytest]" in (_text(root, "setup.cfg") or ""):
+        return "setup.cfg [tool:pytest]"
+    if _text(root, "conftest.py") is not None or _text(root, "tests/conftest.py") is not None:
+        return "conftest.py"
+    tests = root / "tests"
+    if tests.is_dir() and not tests.is_symlink() and (_text(root, "pyproject.toml") is not None or
+                                                      _text(root, "setup.py") is not None):
+        if any(p.name.startswith("test_") and p.suffix == ".py" for p in tests.iterdir()):
+            return "tests/test_*.py"
+    return None
+
+
+def _make_test(root: Path) -> bool:
+    for name in ("Makefile", "makefile", "GNUmakefile"):
+        if re.search(r"^test\s*:", _text(root, name) or "", re.MULTILINE):
+            return True
+    return False
+
+
+def detect(root: Path) -> TestCommand:
+    """The project's own test command, from its files (first match wins, in this order)."""
+    npm = _package_json_test(root)
+    if npm:
+        return TestCommand(npm, "package.json scripts.test")
+    if _make_test(root):
+        return TestCommand("make test", "the Makefile's `test` target")
+    if _text(root, "noxfile.py") is not None:
+        return TestCommand("nox", "noxfile.py")
+    if _text(root, "tox.ini") is not None or "[tool.tox" in (_text(root, "pyproject.toml") or ""):
+        return TestCommand("tox", "tox.ini")
+    pytest_source = _uses_pytest(root)
+    if pytest_source:
+        return TestCommand("python3 -m pytest -q", pytest_source)
+    if _text(root, "Cargo.toml") is not None:
+        return TestCommand("cargo test", "Cargo.toml")
+    if _text(root, "go.mod") is not None:
+        return TestCommand("go test ./...", "go.mod")
+    return TestCommand(None, "")
+
+
+def propose(root: Path) -> TestCommand:
+    """For `gtd init`: what detect() finds, else the ecosystem's usual runner as a first guess."""
+    found = detect(root)
+    if found.command:
+        return found
+    if _text(root, "pyproject.toml") is not None or _text(root, "setup.py") is not None:
+        return TestCommand("python3 -m pytest -q", "a Python project (pyproject.toml/setup.py): a guess")
+    if _text(root, "package.json") is not None:
+        return TestCommand("npm test", "package.json (no test script yet): a guess")
+    return found
+
+
+def resolve(configured: str | None, root: Path) -> TestCommand:
+    if configured:
+        return TestCommand(configured, "config")
+    return detect(root)
+
+
+NOT_TESTED_NOTE = ("Not tested: no test command is configured (`testCommand`) and none was detected, "
+                   "so nothing checked this step.")

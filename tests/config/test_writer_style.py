@@ -1,0 +1,42 @@
+"""Saving a rule keeps the file's style, and a 🔐 commit holds only the rule gtd added."""
+
+from __future__ import annotations
+
+import json
+
+from support import git
+
+from gtd.config.files import compact_array_keys, dump_json
+from gtd.config.schema import Level, Phase
+from gtd.escalation.escalator import save_rule
+from gtd.escalation.request import EscalationRequest
+
+
+def test_one_line_arrays_stay_on_one_line():
+    text = '{\n  "sandbox": {"levels": {"network": {"allowDomains": ["a.example:443"]}}},\n  "x": [\n    1\n  ]\n}\n'
+    data = json.loads(text)
+    data["sandbox"]["levels"]["network"]["allowDomains"].append("b.example:443")
+    out = dump_json(data, compact_keys=compact_array_keys(text))
+    assert '"allowDomains": ["a.example:443", "b.example:443"]' in out
+    assert '"x": [\n    1\n  ]' in out
+    assert json.loads(out) == data
+
+
+def test_approval_commit_holds_only_the_rule_not_the_persons_other_edits(repo):
+    config = repo / ".gtdrc.json"
+    config.write_text('{\n  "testCommand": "make test",\n  "sandbox": {"levels": {"network": {"allowDomains": ["a.example:443"]}}}\n}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    # the person's own, uncommitted edit to the same file
+    config.write_text(config.read_text().replace('"make test"', '"make check"'))
+    request = EscalationRequest.create(kind="domain", target="b.example:443", phase=Phase.BUILD, level=Level.NETWORK,
+                                       reason="test")
+    saved = save_rule(request, "project", repo)
+    assert saved.commit and saved.warning is None
+    committed = git(repo, "show", "HEAD:.gtdrc.json")
+    assert '"make test"' in committed and "b.example:443" in committed
+    assert '"allowDomains": ["a.example:443", "b.example:443"]' in committed  # compact stays compact
+    on_disk = config.read_text()
+    assert '"make check"' in on_disk and "b.example:443" in on_disk
+    assert git(repo, "log", "-1", "--format=%s").startswith("🔐")
+    assert git(repo, "status", "--porcelain").strip() == "M .gtdrc.json"  # the person's edit, still theirs

@@ -1,0 +1,59 @@
+"""Test-command detection and the untracked files gtd refuses to commit (pure functions)."""
+
+from __future__ import annotations
+
+import json
+
+from gtd.workflow.testcmd import detect, propose, resolve
+from gtd.workflow.unsafe import find_unsafe
+
+
+def test_package_json_test_script_wins_and_npm_placeholder_does_not(tmp_path):
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": {"test": "vitest run"}}))
+    assert detect(tmp_path).command == "npm test"
+    (tmp_path / "pnpm-lock.yaml").write_text("")
+    assert detect(tmp_path).command == "pnpm test"
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": {"test": 'echo "Error: no test specified" && exit 1'}}))
+    assert detect(tmp_path).command is None
+    assert propose(tmp_path).command == "npm test"  # init still proposes one
+
+
+def test_python_rust_go_make(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    assert detect(tmp_path).command == "python3 -m pytest -q"
+    (tmp_path / "tox.ini").write_text("[tox]\n")
+    assert detect(tmp_path).command == "tox"
+    (tmp_path / "noxfile.py").write_text("")
+    assert detect(tmp_path).command == "nox"
+    (tmp_path / "Makefile").write_text("build:\n\ttrue\ntest: build\n\tpytest\n")
+    assert (detect(tmp_path).command, detect(tmp_path).source) == ("make test", "the Makefile's `test` target")
+    other = tmp_path / "rust"
+    other.mkdir()
+    (other / "Cargo.toml").write_text("[package]\n")
+    assert detect(other).command == "cargo test"
+    go = tmp_path / "go"
+    go.mkdir()
+    (go / "go.mod").write_text("module x\n")
+    assert detect(go).command == "go test ./..."
+
+
+def test_configured_beats_detected_and_symlinks_are_not_followed(tmp_path):
+    (tmp_path / "real.json").write_text(json.dumps({"scripts": {"test": "jest"}}))
+    (tmp_path / "package.json").symlink_to(tmp_path / "real.json")
+    assert detect(tmp_path).command is None
+    assert resolve("make check", tmp_path).describe() == "test command: make check (configured)"
+
+
+def test_secrets_listed_one_by_one_bulk_grouped():
+    untracked = [".env", ".env.example", "config/.env.local", "deploy/server.pem", "id_ed25519", "id_utils.py",
+                 "aws/credentials", "src/app.py", "node_modules/a/index.js", "node_modules/b/index.js",
+                 "myenv/pyvenv.cfg", "myenv/lib/x.py", "pkg.egg-info/PKG-INFO"]
+    found = {(e.path, e.why, e.files) for e in find_unsafe(untracked)}
+    assert found == {(".env", "secret", 1), ("config/.env.local", "secret", 1), ("deploy/server.pem", "secret", 1),
+                     ("id_ed25519", "secret", 1), ("aws/credentials", "secret", 1), ("node_modules/", "bulk", 2),
+                     ("myenv/", "bulk", 2), ("pkg.egg-info/", "bulk", 1)}
+
+
+def test_many_new_files_under_one_directory_are_bulk():
+    found = find_unsafe([f"generated/f{i}.txt" for i in range(250)] + ["src/a.py"])
+    assert [(e.path, e.files) for e in found] == [("generated/", 250)]
