@@ -46,25 +46,32 @@ def check_tests(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand, 
     raise GtdError(f"tests fail {why}: `{tests.command}` exited with {run.exit_code}.\n" + run.output[-3000:])
 
 
-def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) -> None:
-    """Before the plan's first build step: are the tests green before the agent touches anything?"""
+def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) -> bool:
+    """Before the plan's first build step: are the tests green before the agent touches anything?
+    Returns False when they are red and the person (or `baselineTests`) chose to build anyway."""
     ctx.progress.info(f"baseline: running the tests before the first build step: [bold]{markup(tests.command or '')}[/bold]")
     run = agent.run_tests(tests.command or "")
     ctx.audit.record("baseline_tests", passed=run.passed, exit_code=run.exit_code)
     if run.passed:
         ctx.progress.info("[green]✓ baseline tests pass[/green]")
-        return
+        return True
     ctx.progress.warn(f"baseline tests FAIL before any build step (`{tests.command}` exited with {run.exit_code}):\n"
                       + run.output[-2000:])
-    if ctx.escalator.interactive:
+    policy = ctx.config.baseline_tests
+    if policy == "ask" and ctx.escalator.interactive:
         with ctx.progress.paused():
             answer = ctx.progress.console.input("The tests are red before the agent starts. Build anyway? \\[y/N] ")
-        if answer.strip().lower() in ("y", "yes"):
-            ctx.audit.record("baseline_red_accepted")
-            return
-    raise GtdError("baseline tests fail before the first build step, so no agent run was spent. Fix them "
-                   "(your fix is committed and checked on the next run), or run `gtd build` in a terminal and "
-                   "answer yes to build on red tests.")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise GtdError("stopped before the first build step: the tests are already red. Fix them (your fix is "
+                           "committed and checked on the next run), then run gtd again.")
+    elif policy == "stop":
+        raise GtdError("baseline tests fail before the first build step, so no agent run was spent (baselineTests: "
+                       "stop). Fix them (your fix is committed and checked on the next run), or set baselineTests to "
+                       "`ask` to build on red tests.")
+    else:
+        ctx.progress.warn("building anyway (no terminal to ask; `baselineTests: stop` makes this stop instead)")
+    ctx.audit.record("baseline_red_accepted")
+    return False
 
 
 def build_step(ctx: RunContext) -> str | None:
@@ -92,8 +99,10 @@ def build_step(ctx: RunContext) -> str | None:
     else:
         ctx.progress.info(markup(tests.describe()))
     agent = PhaseAgent(ctx, Phase.BUILD)
-    if tests.command and not built_since_plan(ctx.repo) and not git.changes(ctx.repo):  # (not when carrying on)
-        _baseline(ctx, agent, tests)
+    baseline_red = False
+    if tests.command and ctx.config.baseline_tests != "off" and not built_since_plan(ctx.repo) \
+            and not git.changes(ctx.repo):  # (not when carrying on with a stopped step's work)
+        baseline_red = not _baseline(ctx, agent, tests)
     prompt = render("build", items="\n".join(_describe_item(i) for i in items),
                     test_command=tests.command or "(none configured)", todo=read_text(ctx, TODO_FILE),
                     agents=read_text(ctx, AGENTS_FILE))
@@ -131,6 +140,8 @@ def build_step(ctx: RunContext) -> str | None:
     normalize_todo(ctx.repo)
     body = [f"Tested with: {tests.command} ({'configured' if tests.source == 'config' else tests.source})"
             if tests.command else testcmd.NOT_TESTED_NOTE]
+    if baseline_red:
+        body.append("Baseline: the tests were already red before this plan's first build step.")
     from gtd.workflow.unsafe import find_unsafe
 
     unsafe = find_unsafe([c.path for c in git.changes(ctx.repo) if c.status == "??"])

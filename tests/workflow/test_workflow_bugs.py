@@ -79,8 +79,11 @@ def test_a_detected_test_command_is_announced_and_used(repo):
     assert "Tested with: make test" in git(repo, "log", "-1", "--format=%b")
 
 
-def test_red_baseline_stops_before_any_build_agent_run(repo):
+def test_red_baseline_is_said_before_any_agent_run_and_can_stop_it(repo):
     setup_repo(repo, write_script(repo, [GOOD]), test_command="echo already broken; exit 3")
+    config = json.loads((repo / ".gtdrc.json").read_text())
+    (repo / ".gtdrc.json").write_text(json.dumps({**config, "baselineTests": "stop"}))
+    git(repo, "commit", "-qam", "stop on a red baseline")
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0
     before = subjects(repo)
@@ -88,6 +91,16 @@ def test_red_baseline_stops_before_any_build_agent_run(repo):
     assert result.returncode == 1
     assert "baseline tests FAIL before any build step" in result.stderr and "already broken" in result.stderr
     assert agent_runs(repo, "build") == 0 and subjects(repo) == before
+
+
+def test_red_baseline_headless_by_default_warns_builds_and_records_it(repo):
+    setup_repo(repo, write_script(repo, [GOOD]), test_command="test -f count.py && python3 -m unittest -q")
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.index("baseline tests FAIL") < result.stderr.index("write count.py")  # said before the agent ran
+    assert "Baseline: the tests were already red" in git(repo, "log", "-1", "--format=%b")
 
 
 def test_learn_without_todo_and_plan_without_goal_refuse_and_commit_nothing(repo):
