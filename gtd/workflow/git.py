@@ -119,16 +119,20 @@ def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | Non
 
 
 def exclude_locally(repo: Path, paths: list[str]) -> None:
-    """Add paths to .git/info/exclude (this clone only, never committed), once each."""
-    target = Path(repo, git(repo, "rev-parse", "--git-path", "info/exclude").strip())
-    if target.is_symlink():
-        raise GtdError(f"{target} is a symlink: refusing to write through it")
-    existing = target.read_text(encoding="utf-8").splitlines() if target.is_file() else []
+    """Add paths to the repository's info/exclude (this clone only, never committed), once each."""
+    from gtd import workspace_files
+
+    spelled = git(repo, "rev-parse", "--git-path", "info/exclude").strip()
+    target = (repo / spelled) if not Path(spelled).is_absolute() else Path(spelled)
+    try:
+        relative = target.relative_to(repo)
+    except ValueError:
+        return  # a linked worktree's common dir lies outside: leave it alone (the warning still names them)
+    existing = (workspace_files.read_text(repo, relative) or "").splitlines()
     fresh = [f"/{path}" for path in paths if f"/{path}" not in existing]
     if fresh:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write("".join(f"{line}\n" for line in ["# left out of gtd's commits (generated bulk)"] + fresh))
+        lines = existing + ["# left out of gtd's commits (generated bulk)"] + fresh
+        workspace_files.write_text(repo, relative, "\n".join(lines) + "\n", make_parents=True)
 
 
 def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
@@ -164,25 +168,6 @@ def log(repo: Path, limit: int = 200) -> list[tuple[str, str]]:
         return []
     return [tuple(line.split(" ", 1)) if " " in line else (line, "")  # type: ignore[misc]
             for line in git(repo, "log", f"-{limit}", "--format=%H %s").splitlines()]
-
-
-MAX_UNTRACKED_READ = 1 << 20
-
-
-def read_untracked(repo: Path, path: str) -> str | None:
-    """The text of an untracked regular file (never through a symlink; None otherwise), capped."""
-    import stat
-
-    try:
-        fd = os.open(repo / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, MAX_UNTRACKED_READ).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
 
 
 def subjects(repo: Path, limit: int = 200) -> list[str]:

@@ -48,7 +48,7 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     if goal:
         existing = workspace_files.read_text(ctx.repo, TODO_FILE) or ""
         workspace_files.write_text(ctx.repo, TODO_FILE, existing + ("\n" if existing else "") + f"<!-- goal -->\n{goal}\n")
-    commit_human_edits(ctx.repo)
+    commit_human_edits(ctx.repo, ctx.progress)
     ctx.progress.phase("plan", level=ctx.level_for(Phase.PLAN).value, provider=provider.name)
     agent = PhaseAgent(ctx, Phase.PLAN)
     prompt = render("plan", goal=f"Goal: {goal}" if goal else "Refine the plan in TODO.md.",

@@ -7,13 +7,12 @@ says so loudly and the build commit's body records that the step was not tested.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_READ = 1 << 20
+from gtd import workspace_files
+
 # npm's placeholder from `npm init`: a test script that only fails.
 _NPM_PLACEHOLDER = re.compile(r"no test specified", re.IGNORECASE)
 
@@ -32,17 +31,11 @@ class TestCommand:
 
 
 def _text(root: Path, name: str) -> str | None:
-    """A project file's text: regular files only, never through a symlink, capped."""
+    """A project file's text: regular files only, never through a symlink, capped (gtd.workspace_files)."""
     try:
-        fd = os.open(root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return workspace_files.read_text(root, name)
+    except (OSError, workspace_files.UnsafeWorkspacePath):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, MAX_READ).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
 
 
 def _package_json_test(root: Path) -> str | None:
@@ -74,11 +67,11 @@ def _uses_pytest(root: Path) -> str | None:
         return "setup.cfg [tool:pytest]"
     if _text(root, "conftest.py") is not None or _text(root, "tests/conftest.py") is not None:
         return "conftest.py"
-    tests = root / "tests"
-    if tests.is_dir() and not tests.is_symlink() and (_text(root, "pyproject.toml") is not None or
-                                                      _text(root, "setup.py") is not None):
-        if any(p.name.startswith("test_") and p.suffix == ".py" for p in tests.iterdir()):
-            return "tests/test_*.py"
+    if _text(root, "pyproject.toml") is not None or _text(root, "setup.py") is not None:
+        from gtd.workflow import git
+
+        if git.git(root, "ls-files", "--", "tests/test_*.py", "test_*.py", check=False).strip():
+            return "test_*.py files in a Python project"
     return None
 
 

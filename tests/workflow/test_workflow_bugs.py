@@ -160,7 +160,7 @@ def test_secrets_and_bulk_are_never_swept_into_a_commit(repo):
     (repo / ".git" / "info" / "exclude").write_text(".env\n.venv/\n")
     result = run_gtd("plan", cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert "committed" in result.stderr and "A     TODO.md" in result.stderr.replace("\t", "     ")
+    assert "committed" in result.stderr and "    A  TODO.md" in result.stderr
     assert ".env" not in git(repo, "show", "--name-only", "--format=", "HEAD~1")
 
 
