@@ -147,7 +147,14 @@ def register(app: typer.Typer) -> None:
         json_out: opt.JsonOut = False,
         directory: opt.Directory = None,
     ) -> None:
-        """Say what `gtd` would do next and why (which commit, which file, which rule). Runs nothing."""
+        """Say what `gtd` would do next and why (which commit, which file, which rule). Runs nothing.
+
+        Examples:
+
+        \b
+          gtd status
+          gtd status --json | jq -r .next
+        """
         from gtd.cli.context import load
         from gtd.workflow import testcmd
         from gtd.workflow.steps import predict
