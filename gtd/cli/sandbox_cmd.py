@@ -172,8 +172,8 @@ def run(
         except KeyboardInterrupt:
             proc.kill()
             code = proc.wait()
-        for v in session.violations:
-            write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n", stream=sys.stderr)
+    for v in session.violations:  # after close(): a limit the command ran into is known once it is gone
+        write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n", stream=sys.stderr)
     code = code if code >= 0 else 128 - code
     if escalator and escalator.headless_denied:
         from gtd.exitcodes import ExitCode

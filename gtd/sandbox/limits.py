@@ -167,8 +167,10 @@ class CgroupLimit:
     """The cgroup(s) one sandboxed command runs in, created before it starts, removed after it ends."""
 
     def __init__(self, limits: ResourceLimits, support: dict[str, tuple[str, Path]]):
+        self.limits = limits
         self.dirs: list[Path] = []
         self.covered: set[str] = set()
+        self._counters: dict[str, Path] = {}  # controller -> the file whose counter says the limit was hit
         name = f"gtd-{os.getpid()}-{next(_counter)}"
         wanted = {"pids": limits.processes, "memory": limits.memory}
         by_dir: dict[Path, list[tuple[str, str, int]]] = {}
@@ -189,6 +191,8 @@ class CgroupLimit:
                     for f in files:
                         (path / f).write_text(str(value))
                     self.covered.add(controller)
+                    self._counters[controller] = path / ("pids.events" if controller == "pids" else
+                                                         "memory.events" if version == "v2" else "memory.oom_control")
                 except OSError:
                     pass
 
@@ -201,6 +205,20 @@ class CgroupLimit:
                 except OSError:
                     pass
 
+    def hits(self) -> list[tuple[str, str]]:
+        """(setting, what happened) for each limit the command ran into, read before remove()."""
+        found = []
+        for controller, counter in self._counters.items():
+            key = "max" if controller == "pids" else "oom_kill"
+            count = _counter_value(counter, key)
+            if not count:
+                continue
+            if controller == "pids":
+                found.append(("sandbox.limits.processes", f"{count} process start(s) refused at the limit of {self.limits.processes}"))
+            else:
+                found.append(("sandbox.limits.memory", f"{count} process(es) killed at the memory limit of {human(self.limits.memory)}"))
+        return found
+
     def remove(self) -> None:
         for path in self.dirs:
             try:
@@ -208,6 +226,14 @@ class CgroupLimit:
             except OSError:
                 pass  # still has a zombie being reaped; an empty cgroup costs nothing
         self.dirs.clear()
+
+
+def _counter_value(path: Path, key: str) -> int:
+    for line in _read(path).splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 def launcher_args(limits: ResourceLimits) -> list[str]:

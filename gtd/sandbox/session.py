@@ -42,7 +42,7 @@ class NetworkRequest:
 
 @dataclass
 class Violation:
-    kind: Literal["network", "write", "read"]
+    kind: Literal["network", "write", "read", "limit"]
     target: str
     level: Level
     time: str
@@ -139,6 +139,8 @@ class SandboxSession:
         if self._caches is not None:
             self._caches.close()
         for cgroup in self._cgroups:
+            for setting, what in cgroup.hits():
+                self.record_violation(Violation.now("limit", setting, self.policy.level, f"{what}; raise {setting} in config"))
             cgroup.remove()
         self._cgroups.clear()
         if self._tools is not None:

@@ -310,6 +310,8 @@ def test_the_memory_limit_holds_for_the_whole_process_tree(sandbox, repo):
     r = py(s, SPREAD_HOG, repo, timeout=120)
     statuses = eval(r.out.strip()) if r.out.strip() else []
     assert r.returncode != 0 or any(st != 0 for st in statuses), r.out + r.err
+    s.close()
+    assert any(v.kind == "limit" and v.target == "sandbox.limits.memory" for v in s.violations), s.violations
 
 
 def test_a_real_workload_runs_under_the_default_limits(sandbox, repo):
@@ -378,3 +380,15 @@ def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(san
     assert not stale.exists()
     s.close()
     assert not [p for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-")]
+
+
+def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo):
+    from gtd.sandbox.limits import cgroup_support
+
+    if "pids" not in cgroup_support():
+        pytest.skip("no writable pids cgroup here: the kernel does not say when an rlimit was hit")
+    (repo / ".gtdrc.json").write_text('{"provider": "scripted", "sandbox": {"limits": {"processes": 40}}}')
+    (repo / "bomb.py").write_text(FORK_BOMB)
+    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--", sys.executable, "bomb.py"],
+                       cwd=repo, capture_output=True, text=True, timeout=120)
+    assert "refused limit sandbox.limits.processes" in r.stderr and "raise sandbox.limits.processes" in r.stderr, r.stderr
