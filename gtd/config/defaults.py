@@ -35,4 +35,10 @@ DEFAULT_NETWORK_DOMAINS = [
     "index.crates.io:443",
     "proxy.golang.org:443",
     "sum.golang.org:443",
+    # Java: Maven Central, the Gradle plugin portal and Gradle distributions (the wrapper's download).
+    "repo.maven.apache.org:443",
+    "repo1.maven.org:443",
+    "plugins.gradle.org:443",
+    "services.gradle.org:443",
+    "downloads.gradle.org:443",
 ]
