@@ -41,6 +41,7 @@ ALLOWED = {
     ("config/cache.py", "read"): "validated-config cache entries in gtd's state dir",
     ("config/cache.py", "write"): "validated-config cache entries in gtd's state dir",
     ("config/cache.py", "_prune"): "validated-config cache entries in gtd's state dir",
+    ("config/cache.py", "_code_fingerprint"): "gtd's own installed source files, part of the cache key",
     ("config/cache.py", "_add_file"): "gtd's own code and the user config (the project config: workspace_files)",
     ("config/loader.py", "find_repo_root"): "looks for the .git entry that makes a directory the repository",
     ("config/writer.py", "config_lock"): "lock files in gtd's state dir",
