@@ -195,6 +195,9 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
                         add("cargo", f"{_short(path, home)} [{table}.{name}] {key}", *_strings(entry.get(key)))
         break  # cargo reads config.toml, else the legacy `config`
 
+    for url, origin in _maven_urls(home):
+        add("maven", origin, url)
+
     go_env = _go_env_file(home, environ)
     for name in ("GOPROXY", "GOSUMDB"):
         value = environ.get(name) or go_env.get(name, "")
@@ -203,6 +206,74 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
             value = "https://" + value.split()[-1].split("+")[0]  # "name+key [url]": the database host
         add("go", origin, value)
     return found
+
+
+MAVEN_SETTINGS = (".m2", "settings.xml")
+_MAVEN_SECRETS = ("password", "privateKey", "passphrase")
+
+
+def _maven_tree(home: Path):
+    import xml.etree.ElementTree as ET
+
+    text = _read(home.joinpath(*MAVEN_SETTINGS))
+    if text is None or "<!DOCTYPE" in text or "<!ENTITY" in text:  # no entity expansion, ever
+        return None
+    try:
+        return ET.ElementTree(ET.fromstring(text))
+    except ET.ParseError:
+        return None
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _maven_urls(home: Path) -> list[tuple[str, str]]:
+    """(url, origin) of every mirror and repository in ~/.m2/settings.xml, with the id each has."""
+    tree = _maven_tree(home)
+    if tree is None:
+        return []
+    found = []
+    for element in tree.iter():
+        if _local(element.tag) in ("mirror", "repository", "pluginRepository"):
+            fields = {_local(child.tag): (child.text or "").strip() for child in element}
+            if fields.get("url"):
+                found.append((fields["url"], f"~/.m2/settings.xml {_local(element.tag)} {fields.get('id', '')}".rstrip()))
+    return found
+
+
+def sanitized_maven_settings(home: Path, credential_hosts: Iterable[str] = ()) -> str | None:
+    """~/.m2/settings.xml (hidden: it holds server passwords) without its secrets: mirrors, profiles and
+    repositories stay; a <server>'s password, private key and passphrase go, unless the server's id is a
+    mirror or repository whose host is opted in."""
+    import xml.etree.ElementTree as ET
+
+    tree = _maven_tree(home)
+    if tree is None:
+        return None
+    root = tree.getroot()
+    namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
+    if namespace:
+        ET.register_namespace("", namespace)
+    hosts = {h.lower() for h in credential_hosts}
+    opted_ids = set()
+    for element in root.iter():
+        if _local(element.tag) in ("mirror", "repository", "pluginRepository"):
+            fields = {_local(child.tag): (child.text or "").strip() for child in element}
+            hp = _host_port(fields.get("url", ""))
+            if hp and hp[0] in hosts and fields.get("id"):
+                opted_ids.add(fields["id"])
+    for server in [e for e in root.iter() if _local(e.tag) == "server"]:
+        ids = [(c.text or "").strip() for c in server if _local(c.tag) == "id"]
+        if ids and ids[0] in opted_ids:
+            continue
+        for child in list(server):
+            if _local(child.tag) in _MAVEN_SECRETS:
+                server.remove(child)
+    for element in root.iter():  # credentials embedded in URLs
+        if _local(element.tag) == "url" and element.text:
+            element.text = strip_credentials(element.text, hosts)
+    return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _toml(path: Path) -> dict | None:
@@ -324,7 +395,13 @@ def sanitized_config_files(home: Path, environ: Mapping[str, str] | None = None,
     credentials are not listed: the tools read them as they are."""
     environ = os.environ if environ is None else environ
     hosts = {h.lower() for h in credential_hosts}
-    candidates = [p for p in pip_config_files(home, environ) if str(p).startswith(str(home) + "/")]
+    # Every user-level file, whether or not the tool reads it now (PIP_CONFIG_FILE=/dev/null): the point
+    # is that nothing inside can read the credentials.
+    candidates = [p for p in pip_config_files(home, {k: v for k, v in environ.items() if k != "PIP_CONFIG_FILE"})
+                  if str(p).startswith(str(home) + "/")]
+    explicit = environ.get("PIP_CONFIG_FILE")
+    if explicit and explicit != os.devnull and str(Path(explicit).expanduser()).startswith(str(home) + "/"):
+        candidates.append(Path(explicit).expanduser())
     candidates += [_xdg_config(home, environ) / "uv" / "uv.toml", home / ".yarnrc", home / ".yarnrc.yml"]
     out = []
     for path in dict.fromkeys(candidates):
@@ -365,7 +442,11 @@ class ToolSettings:
                 f.write(npmrc)
             self._env["NPM_CONFIG_USERCONFIG"] = NPMRC_IN_SANDBOX
         if bind:
-            for path, clean in sanitized_config_files(self.home, credential_hosts=self.credential_hosts):
+            maven = sanitized_maven_settings(self.home, self.credential_hosts)
+            covers = sanitized_config_files(self.home, credential_hosts=self.credential_hosts)
+            if maven is not None:
+                covers.append((self.home.joinpath(*MAVEN_SETTINGS), maven))
+            for path, clean in covers:
                 fd, temp = tempfile.mkstemp(prefix="gtd-config-")
                 with os.fdopen(fd, "w") as f:
                     f.write(clean)

@@ -93,3 +93,26 @@ def test_registry_credentials_must_name_exact_hosts(host):
 
     with pytest.raises(ValidationError):
         GtdConfig.model_validate({"sandbox": {"registryCredentials": [host]}})
+
+
+def test_maven_settings_mirrors_are_registries_and_server_passwords_stay_out(tmp_path):
+    from gtd.sandbox.registries import sanitized_maven_settings
+
+    home = tmp_path / "h"
+    _write(home / ".m2/settings.xml",
+           '<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">\n'
+           "<servers><server><id>corp</id><username>me</username><password>MVNSECRET</password></server>"
+           "<server><id>other</id><privateKey>KEY</privateKey></server></servers>\n"
+           "<mirrors><mirror><id>corp</id><mirrorOf>*</mirrorOf><url>https://maven.corp.test/repo</url></mirror></mirrors>\n"
+           "<profiles><profile><repositories><repository><id>other</id><url>https://u:p@other.test/m2</url>"
+           "</repository></repositories></profile></profiles>\n</settings>\n")
+    found = {r.rule: r.origin for r in user_registries(home, {})}
+    assert found == {"maven.corp.test:443": "~/.m2/settings.xml mirror corp",
+                     "other.test:443": "~/.m2/settings.xml repository other"}
+    clean = sanitized_maven_settings(home)
+    assert "MVNSECRET" not in clean and "KEY" not in clean and "u:p@" not in clean
+    assert "<username>me</username>" in clean and "https://maven.corp.test/repo" in clean
+    opted = sanitized_maven_settings(home, ["maven.corp.test"])
+    assert "MVNSECRET" in opted and "KEY" not in opted
+    _write(home / ".m2/settings.xml", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><settings>&e;</settings>')
+    assert sanitized_maven_settings(home) is None and user_registries(home, {}) == []

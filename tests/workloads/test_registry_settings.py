@@ -72,3 +72,19 @@ def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, 
     r = run(session, "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
     assert r.returncode != 0
     assert [v.target for v in session.violations] == [f"{REGISTRY_HOST}:{npm_registry.port}"]
+
+
+def test_config_files_with_credentials_are_seen_inside_without_them(sandbox, repo, isolated_home):
+    (isolated_home / ".m2").mkdir()
+    (isolated_home / ".m2/settings.xml").write_text(
+        "<settings><servers><server><id>corp</id><password>MVN-SECRET</password></server></servers>"
+        "<mirrors><mirror><id>corp</id><url>https://maven.corp.test/m2</url></mirror></mirrors></settings>\n")
+    (isolated_home / ".config/pip").mkdir(parents=True)
+    (isolated_home / ".config/pip/pip.conf").write_text("[global]\nindex-url = https://me:PIP-SECRET@pypi.corp.test/simple\n")
+    (isolated_home / ".yarnrc.yml").write_text('npmRegistryServer: "https://yarn.corp.test"\nnpmAuthToken: "YARN-SECRET"\n')
+    r = run(sandbox(Level.READWRITE), "cat ~/.m2/settings.xml ~/.config/pip/pip.conf ~/.yarnrc.yml", repo)
+    assert r.returncode == 0, r.stderr
+    assert "SECRET" not in r.stdout
+    assert "https://maven.corp.test/m2" in r.stdout and "https://pypi.corp.test/simple" in r.stdout
+    assert "https://yarn.corp.test" in r.stdout
+    assert "PIP-SECRET" in (isolated_home / ".config/pip/pip.conf").read_text()  # the person's file is untouched
