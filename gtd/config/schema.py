@@ -83,7 +83,8 @@ class SandboxConfig(ConfigModel):
     registry_credentials: list[Annotated[str, StringConstraints(pattern=_HOST_NAME, max_length=253)]] = Field(
         default_factory=list,
         description="Registry hosts (exact names, e.g. `npm.example.com`) whose credentials reach the sandbox: the "
-                    "user:password in their URLs and their auth lines in ~/.npmrc. Every other credential is left out.")
+                    "user:password in their URLs, their auth lines in ~/.npmrc, their ~/.m2/settings.xml server passwords, "
+                    "CARGO_REGISTRIES_<NAME>_TOKEN / UV_INDEX_<NAME>_PASSWORD. Every other credential is left out.")
 
 
 class PhaseModels(ConfigModel):

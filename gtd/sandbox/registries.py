@@ -337,10 +337,33 @@ def tool_environment(environ: Mapping[str, str] | None = None, credential_hosts:
     for name, value in environ.items():
         if not (name.startswith(TOOL_VAR_PREFIXES) or name in TOOL_VARS):
             continue
-        if _SECRET_NAME.search(name) or name.lower() in ("npm_config_userconfig", "npm_config__auth"):
+        if name.lower() == "npm_config_userconfig":
             continue
+        if _SECRET_NAME.search(name) or name.lower() == "npm_config__auth":
+            host = _credential_var_host(name, environ)
+            if host is None or host not in {h.lower() for h in hosts}:
+                continue  # a credential for no opted-in registry
         out[name] = strip_credentials(value, hosts)
     return out
+
+
+def _credential_var_host(name: str, environ: Mapping[str, str]) -> str | None:
+    """The registry host a credential variable belongs to, when its name ties it to one:
+    CARGO_REGISTRIES_<NAME>_TOKEN -> CARGO_REGISTRIES_<NAME>_INDEX; UV_INDEX_<NAME>_USERNAME/PASSWORD ->
+    the index named <name> in UV_INDEX ("name=url")."""
+    cargo = re.fullmatch(r"CARGO_REGISTRIES_(\w+)_TOKEN", name)
+    if cargo:
+        hp = _host_port(environ.get(f"CARGO_REGISTRIES_{cargo.group(1)}_INDEX", ""))
+        return hp[0] if hp else None
+    uv = re.fullmatch(r"UV_INDEX_(\w+)_(?:USERNAME|PASSWORD)", name)
+    if uv:
+        wanted = uv.group(1).lower().replace("_", "-")
+        for entry in (environ.get("UV_INDEX") or "").split():
+            index_name, sep, url = entry.partition("=")
+            if sep and index_name.lower().replace("_", "-") == wanted:
+                hp = _host_port(url)
+                return hp[0] if hp else None
+    return None
 
 
 def _npmrc_items(path: Path) -> list[tuple[str, str]]:

@@ -116,3 +116,13 @@ def test_maven_settings_mirrors_are_registries_and_server_passwords_stay_out(tmp
     assert "MVNSECRET" in opted and "KEY" not in opted
     _write(home / ".m2/settings.xml", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><settings>&e;</settings>')
     assert sanitized_maven_settings(home) is None and user_registries(home, {}) == []
+
+
+def test_credential_variables_pass_only_for_an_opted_in_registry():
+    env = {"CARGO_REGISTRIES_CORP_INDEX": "sparse+https://cargo.corp.test/index/", "CARGO_REGISTRIES_CORP_TOKEN": "CT",
+           "CARGO_REGISTRIES_OTHER_TOKEN": "OT", "UV_INDEX": "corp-pypi=https://uv.corp.test/simple",
+           "UV_INDEX_CORP_PYPI_PASSWORD": "UP", "UV_INDEX_CORP_PYPI_USERNAME": "me", "YARN_NPM_AUTH_TOKEN": "YT"}
+    assert set(tool_environment(env)) == {"CARGO_REGISTRIES_CORP_INDEX", "UV_INDEX", "UV_INDEX_CORP_PYPI_USERNAME"}
+    opted = tool_environment(env, ["cargo.corp.test", "uv.corp.test"])
+    assert opted["CARGO_REGISTRIES_CORP_TOKEN"] == "CT" and opted["UV_INDEX_CORP_PYPI_PASSWORD"] == "UP"
+    assert "CARGO_REGISTRIES_OTHER_TOKEN" not in opted and "YARN_NPM_AUTH_TOKEN" not in opted
