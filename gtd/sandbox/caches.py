@@ -87,6 +87,10 @@ def known_caches(home: Path, environ: Mapping[str, str] | None = None) -> list[T
     add("gradle", gradle_home / "caches")
     add("gradle-wrapper", gradle_home / "wrapper")
     add("maven", home / ".m2" / "repository")
+    add("bun", home / ".bun" / "install" / "cache", "BUN_INSTALL_CACHE_DIR", env="BUN_INSTALL_CACHE_DIR")
+    add("deno", xdg_cache / "deno", "DENO_DIR", env="DENO_DIR")
+    add("composer", xdg_cache / "composer", "COMPOSER_CACHE_DIR", env="COMPOSER_CACHE_DIR")
+    add("nuget", home / ".nuget" / "packages", "NUGET_PACKAGES", env="NUGET_PACKAGES")
     ccache_default = xdg_cache / "ccache" if not (home / ".ccache").is_dir() else home / ".ccache"
     add("ccache", ccache_default, "CCACHE_DIR", env="CCACHE_DIR")
     return found
@@ -121,7 +125,8 @@ _TOOL_EXECUTABLES = {
     "pip": ("pip", "pip3"), "uv": ("uv",), "npm": ("npm",), "pnpm-store": ("pnpm",), "pnpm": ("pnpm",),
     "yarn": ("yarn",), "yarn-berry": ("yarn",), "cargo-registry": ("cargo",), "cargo-git": ("cargo",),
     "go-mod": ("go",), "go-build": ("go",), "gradle": ("gradle",), "gradle-wrapper": ("gradle",),
-    "maven": ("mvn",), "ccache": ("ccache",),
+    "maven": ("mvn",), "ccache": ("ccache",), "bun": ("bun",), "deno": ("deno",), "composer": ("composer",),
+    "nuget": ("dotnet", "nuget"),
 }
 
 # Variables that name where the tools keep caches and config: passed into the sandbox so a tool
@@ -130,7 +135,8 @@ LOCATION_VARS = (
     "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "PIP_CACHE_DIR", "UV_CACHE_DIR", "npm_config_cache",
     "NPM_CONFIG_CACHE", "npm_config_store_dir", "PNPM_STORE_DIR", "npm_config_cache_dir", "PNPM_HOME",
     "YARN_CACHE_FOLDER", "YARN_GLOBAL_FOLDER", "CARGO_HOME", "RUSTUP_HOME", "GOPATH", "GOMODCACHE", "GOCACHE",
-    "GRADLE_USER_HOME", "CCACHE_DIR", "JAVA_HOME",
+    "GRADLE_USER_HOME", "CCACHE_DIR", "JAVA_HOME", "BUN_INSTALL_CACHE_DIR", "DENO_DIR", "COMPOSER_CACHE_DIR",
+    "NUGET_PACKAGES",
 )
 
 
