@@ -13,8 +13,8 @@ from pathlib import Path
 from gtd.sandbox.violations import denied_write_paths
 
 # Wording that makes a filesystem refusal look like a network failure.
-_NETWORKISH = re.compile(r"while trying to fetch|request to https?://\S+ failed|network|fetch failed|"
-                         r"ECONNRESET|ETIMEDOUT|EAI_AGAIN|registry|download", re.IGNORECASE)
+_NETWORKISH = re.compile(r"while trying to fetch|request to https?://\S+ failed|\bnetwork\b|fetch failed|"
+                         r"ECONNRESET|ETIMEDOUT|EAI_AGAIN|(?:failed|unable|could not) to download", re.IGNORECASE)
 
 
 # Node reports a recursive mkdir under a read-only mount as ENOENT: "ENOENT: ..., mkdir '/x/y'".
@@ -32,12 +32,18 @@ def _refused_paths(output: str) -> list[str]:
 
 def misleading_error_hints(output: str, policy) -> list[str]:
     """One line per refused write in an output that otherwise reads like a network error (none if not)."""
-    if not output or not _NETWORKISH.search(output):
+    if not output:
+        return []
+    refused = _refused_paths(output)
+    text = output
+    for raw in refused:  # a path that happens to contain "network" is not a network error
+        text = text.replace(raw, "")
+    if not refused or not _NETWORKISH.search(text):
         return []
     from gtd.sandbox.why import why_path
 
     hints = []
-    for raw in _refused_paths(output):
+    for raw in refused:
         path = Path(raw) if raw.startswith("/") else policy.workspace / raw
         verdict = why_path(policy, path)
         if verdict.allowed:

@@ -36,7 +36,9 @@ def test_npm_blaming_the_network_for_a_read_only_cache_gets_a_hint_naming_the_pa
     assert hints and all(str(cache) in h for h in hints)
     assert "not writable at level network" in hints[0] and "writablePaths" in hints[0]
     assert misleading_error_hints("npm error network request to http://x.test/ failed, reason: ECONNREFUSED",
-                                  session.policy) == []
+                                  session.policy) == []  # a real network error: nothing refused
+    assert misleading_error_hints("sh: 1: cannot create /etc/network/registry.conf: Read-only file system",
+                                  session.policy) == []  # a plain refused write: the error already says so
 
 
 def test_the_build_phase_shows_the_hint_and_asks_for_no_host(repo, npm_registry, isolated_home):
