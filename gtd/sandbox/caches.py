@@ -232,7 +232,7 @@ class CacheLayer:
             return
         holder.kill()
         err = holder.stderr.read().decode(errors="replace").strip()
-        holder.wait()
+        _reap(holder)
         self.detail = f"overlay mount failed: {err or 'no reply'}"
         self._start_fallback()
 
@@ -242,7 +242,7 @@ class CacheLayer:
         holder, self._holder = self._holder, None
         if holder is not None:
             holder.kill()
-            holder.wait()
+            _reap(holder)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -272,13 +272,6 @@ class CacheLayer:
             prefix += ["--user", "--preserve-credentials"]
             return [*prefix, "--", "bwrap", "--uid", str(os.getuid()), "--gid", str(os.getgid()), *argv[1:]]
         return [*prefix, "--", *argv]
-
-    def describe(self) -> list[str]:
-        out = []
-        for c in self.caches:
-            where = f" (set by {c.origin})" if c.origin != "default" else ""
-            out.append(f"{c.tool}: {c.path}{where}")
-        return out
 
     # -- overlay ------------------------------------------------------------------------------
     def _layer_base(self) -> Path:
@@ -362,6 +355,13 @@ class CacheLayer:
             self._env[cache.env] = str(target)
             self._writable.append(target)
         self.mode = "per-project" if self._writable else "none"
+
+
+def _reap(holder: subprocess.Popen) -> None:
+    holder.wait()
+    for stream in (holder.stdin, holder.stdout, holder.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def _remove_tree(path: Path) -> None:

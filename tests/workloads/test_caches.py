@@ -118,3 +118,16 @@ def test_two_sessions_of_one_project_never_share_an_upper_layer(tmp_path, isolat
     assert list(cache.iterdir()) == []
     from gtd.sandbox.caches import layer_dir
     assert not list(layer_dir(ws).glob("session-*"))
+
+
+@needs_bwrap
+def test_the_overlay_holder_ends_with_its_session(tmp_path, isolated_home):
+    (isolated_home / ".npm").mkdir()
+    ws = _project(tmp_path, "ws")
+    session = open_sandbox(build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home))
+    assert run(session, "touch ~/.npm/x", ws).returncode == 0
+    holder = session._caches._holder
+    assert session._caches.mode == "overlay" and holder.poll() is None
+    session.close()
+    assert holder.returncode is not None and holder.stdout.closed
+    assert not Path(f"/proc/{holder.pid}").exists() or Path(f"/proc/{holder.pid}/status").read_text().find("Zombie") < 0
