@@ -223,12 +223,15 @@ class PhaseAgent:
         for _ in range(MAX_ESCALATION_ROUNDS):
             policy = self.policy()
             self.ctx.progress.running_command(f"test command: {command}")
+            clock = ActivityClock()
+            self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
             try:
                 with self._open(policy) as session:
                     done = run_streaming(session, ["/bin/sh", "-c", command], cwd=self.ctx.repo,
                                          timeout=self.ctx.config.test_timeout_seconds,
-                                         on_line=self.ctx.progress.output)
+                                         on_line=self.ctx.progress.output, clock=clock)
             finally:
+                self.ctx.escalator.clock = None
                 self.ctx.progress.running_command(None)
             output = _text(done.stdout)
             if done.returncode is None:
@@ -275,11 +278,12 @@ _NETWORK_DOWN = re.compile(r"Network is unreachable|ENETUNREACH|Temporary failur
 
 
 def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeout: float,
-                  on_line) -> subprocess.CompletedProcess:
+                  on_line, clock: ActivityClock | None = None) -> subprocess.CompletedProcess:
     """Run a command in the sandbox, its stdout and stderr merged in order and handed line by line to
-    `on_line` (the live tail) as they come. returncode None means it ran past `timeout` and its
-    process group was killed."""
+    `on_line` (the live tail) as they come. returncode None means it ran past `timeout` (not counting
+    time `clock` spent waiting for a person) and its process group was killed."""
     import threading
+    import time
 
     from gtd.providers.runner import kill_process_group, process_group
 
@@ -297,11 +301,19 @@ def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeou
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    code: int | None
+    code: int | None = None
+    started = time.monotonic()
     try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        code = None
+        while True:
+            now = time.monotonic()
+            left = timeout - (now - started - (clock.held(now) if clock is not None else 0.0))
+            if left <= 0:
+                break
+            try:
+                code = proc.wait(timeout=min(left, 0.5))
+                break
+            except subprocess.TimeoutExpired:
+                continue
     except BaseException:
         kill_process_group(proc, pgid)
         proc.wait()

@@ -76,3 +76,24 @@ def test_an_approval_wait_longer_than_the_inactivity_limit_never_stops_the_agent
     assert status == 0, screen.text
     assert (repo / "fetched.txt").read_text() == "REGISTRY-OK"
     assert "approved: " + target in uncoloured(screen.text)
+
+
+def test_an_approval_wait_during_the_test_run_does_not_count_toward_test_timeout(repo, terminal, registry_port):
+    """The test command's connection waits on the proxy while the person thinks for 6 s; the tests
+    are allowed 4 s and still pass (before, the wait ran the test command into its timeout)."""
+    user = user_config_file()
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{registry_port}"]\n')
+    target = f"localhost:{registry_port}"
+    _setup(repo, [{"write": {"path": "count.py", "content": "N = 1\n"}}],
+           testCommand=f"curl -sS --max-time 60 http://{target}/", testTimeoutSeconds=4)
+    screen = terminal("build", cwd=repo)
+    child = screen.child
+    child.expect(seen(f"connect to {target}"))
+    child.expect(seen("Decision [o/p/u/d]"))
+    child.expect(pexpect.TIMEOUT, timeout=6)
+    child.sendline("o")
+    status = screen.finish()
+    text = uncoloured(screen.text)
+    assert status == 0, text
+    assert "✓ tests pass" in text and "tests failed" not in text  # the first run passed: no re-prompt
