@@ -41,7 +41,8 @@ def approve(
     """
     from gtd.audit import AuditLog
     from gtd.escalation import prompt
-    from gtd.escalation.escalator import BY_SAVED_RULE, BY_USER, is_interactive, save_rule, saved_rule_scope
+    from gtd.escalation.escalator import (BY_PATH_CHECK, BY_SAVED_RULE, BY_USER, is_interactive, save_rule,
+                                          saved_rule_scope, unsafe_path_reason)
     from gtd.escalation.pending import PendingStore
 
     repo = _repo(directory)
@@ -62,6 +63,13 @@ def approve(
                        exit_code=ExitCode.USAGE)
     audit = AuditLog(repo)
     for number, request in enumerate(pending, 1):
+        unsafe = unsafe_path_reason(request, repo)
+        if unsafe is not None:  # the path is not where it is spelled (any more): nobody may grant it
+            stderr.print(f"[red]not grantable, removed:[/red] {markup(unsafe)}")
+            audit.record("escalation_decision", id=request.id, target=request.target, decision="deny",
+                         decided_by=BY_PATH_CHECK, reason=unsafe, via="gtd approve")
+            store.remove(request.id)
+            continue
         scope = saved_rule_scope(request, repo)
         if scope is not None:  # approved meanwhile (another run, another terminal)
             stderr.print(f"already allowed by a saved {scope} rule: {markup(request.summary())}")

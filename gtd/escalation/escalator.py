@@ -37,6 +37,22 @@ __all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_erro
 # Who decided, as written to the audit log.
 BY_USER, BY_SAVED_RULE, BY_HEADLESS, BY_EARLIER = "user", "saved rule", "headless deny", "earlier answer this run"
 BY_RAISED_LEVEL = "phase raised to network this run"
+BY_PATH_CHECK = "path check"  # the path is not where it is spelled: nobody may grant it
+
+
+def unsafe_path_reason(request: EscalationRequest, repo_root: Path) -> str | None:
+    """Why a path request must not be granted, re-checked when it is decided (the file system may have
+    changed since it was raised, or it came from an older pending list): it leaves the workspace
+    through `..`, goes through a symlink inside it, or no longer resolves to the place it names."""
+    from gtd.workspace_files import UnsafeWorkspacePath, resolve_write_target
+
+    if request.kind != "path":
+        return None
+    try:
+        real = resolve_write_target(repo_root, request.target)
+    except UnsafeWorkspacePath as exc:
+        return str(exc)
+    return None if str(real) == request.target else f"{request.target} really is {real}; ask for that path"
 
 
 def is_interactive(non_interactive_flag: bool) -> bool:
@@ -197,6 +213,12 @@ class Escalator:
             return decision
 
     def _decide(self, request: EscalationRequest) -> Decision:
+        unsafe = unsafe_path_reason(request, self.repo_root)
+        if unsafe is not None:  # resolve first: a path that is not where it is spelled is never asked about
+            self.console.print(f"[red]not grantable:[/red] {markup(unsafe)}")
+            self.audit.record("escalation_decision", id=request.id, target=request.target,
+                              decision=Decision.DENY.value, decided_by=BY_PATH_CHECK, reason=unsafe)
+            return Decision.DENY
         scope = saved_rule_scope(request, self.repo_root)
         if scope is not None:
             self.audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
