@@ -1,7 +1,9 @@
 """Resolve the effective config from its layers and remember where each value came from.
 
 Layers, lowest to highest: built-in defaults < user config < project `.gtdrc.json` < CLI flags.
-Every file is validated on its own first, so an error names the file that has it.
+Every file is validated on its own first, so an error names the file that has it. The original
+TypeScript gtd's files (gtd.config.original) are lower layers under gtd's own at each level:
+its user files under the user config, its project files (and GTD_TEST_CMD) under .gtdrc.json.
 """
 
 from __future__ import annotations
@@ -107,6 +109,55 @@ def _project_file_there(root: Path) -> bool:
         raise ConfigError(str(root / PROJECT_CONFIG_NAME), "", exc.reason) from None
 
 
+ORIGINAL_TEST_ENV = "GTD_TEST_CMD"
+
+
+def _original_user_files() -> list[Path]:
+    import os
+
+    from gtd.config.original import user_candidates
+
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return user_candidates(home, xdg)
+
+
+def _original_layer(name: str, path: Path, workspace: Path | None) -> tuple[ConfigLayer, list[str]] | None:
+    """One of the original gtd's files as a layer (None when absent), validated after translation."""
+    from gtd.config.files import read_config_text
+    from gtd.config.original import parse_text
+    from gtd.config.validation import strip_legacy_keys, validate_layer
+
+    if workspace is not None:
+        try:
+            if not workspace_files.is_file(workspace, path.name):
+                return None
+        except workspace_files.UnsafeWorkspacePath as exc:
+            raise ConfigError(str(path), "", exc.reason) from None
+    elif not path.is_file():
+        return None
+    text = read_config_text(path, workspace=workspace)
+    if text is None:
+        return None
+    data = parse_text(path, text)
+    if not data:
+        return None
+    raw, warnings = strip_legacy_keys(data, str(path))
+    return ConfigLayer(name, path, validate_layer(raw, str(path))), warnings
+
+
+def _refuse_scripts(root: Path) -> None:
+    from gtd.config.original import SCRIPT_FILES, refuse_script
+
+    for name in SCRIPT_FILES:
+        try:
+            there = workspace_files.exists(root, name)
+        except workspace_files.UnsafeWorkspacePath:
+            there = True
+        if there:
+            raise refuse_script(root / name)
+
+
 def _file_layer(name: str, path: Path, workspace: Path | None = None) -> tuple[ConfigLayer, list[str]]:
     from gtd.config.files import read_config_file
     from gtd.config.validation import strip_legacy_keys, validate_layer
@@ -134,8 +185,15 @@ def load_config(
     if cache_dir is not None and (project_filter is None or filter_inputs is not None):
         from gtd.config import cache
 
-        inputs = [user_path, project_path, *(filter_inputs() if filter_inputs else [])]
+        from gtd.config.original import SCRIPT_FILES, project_candidates
+
+        root = project_path.parent
+        inputs = [user_path, project_path, *_original_user_files(), *project_candidates(root),
+                  *(root / name for name in SCRIPT_FILES), *(filter_inputs() if filter_inputs else [])]
+        import os
+
         identity = {"repo": str(repo_root), "project": str(project_path.resolve()), "flags": flags or {},
+                    "env": os.environ.get(ORIGINAL_TEST_ENV),
                     "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
         key = cache.cache_key(inputs, identity, workspace=project_path.parent)
         entry = cache.read(cache_dir, key)
@@ -155,13 +213,40 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
     from gtd.config.schema import GtdConfig
     from gtd.config.validation import validate_layer
 
+    import os
+
+    from gtd.config.original import project_candidates
+
     layers = [ConfigLayer(DEFAULTS, None, GtdConfig().model_dump(by_alias=True, mode="json"))]
     warnings: list[str] = []
+
+    for path in _original_user_files():
+        found_layer = _original_layer("user (original gtd)", path, None)
+        if found_layer:
+            layers.append(found_layer[0])
+            warnings += found_layer[1]
 
     if user_path.exists():
         layer, found = _file_layer("user", user_path)
         layers.append(layer)
         warnings += found
+
+    root = project_path.parent
+    _refuse_scripts(root)
+    test_env = os.environ.get(ORIGINAL_TEST_ENV)
+    if test_env:
+        layers.append(ConfigLayer(f"environment ({ORIGINAL_TEST_ENV})", None, {"testCommand": test_env}))
+        warnings.append(f"{ORIGINAL_TEST_ENV} (the original gtd's variable) is read as testCommand; set "
+                        "`testCommand` in .gtdrc.json instead")
+    for path in project_candidates(root):
+        found_layer = _original_layer("project (original gtd)", path, root)
+        if found_layer:
+            layer, found = found_layer
+            warnings += found
+            if project_filter is not None:
+                layer.values, filtered = project_filter(path, layer.values)
+                warnings += filtered
+            layers.append(layer)
 
     if _project_file_there(project_path.parent):
         layer, found = _file_layer("project", project_path, workspace=project_path.parent)

@@ -99,8 +99,9 @@ class PhaseModels(ConfigModel):
 
 
 class Timeouts(ConfigModel):
-    inactivity_seconds: int = Field(300, gt=0, description="Stop the agent after this long without any output "
-                                    "while no tool call is running (time waiting for your answer never counts).")
+    inactivity_seconds: int = Field(300, ge=0, description="Stop the agent after this long without any output "
+                                    "while no tool call is running (time waiting for your answer never counts). "
+                                    "0: off (runSeconds still caps the run).")
     tool_seconds: int = Field(1800, gt=0, description="Stop the agent when one of its tool calls (a build, a test "
                               "run) stays silent this long.")
     run_seconds: int = Field(3600, gt=0, description="Hard cap on one agent run (time waiting for your answer "

@@ -11,9 +11,11 @@ from gtd.errors import ConfigError
 
 
 def strip_legacy_keys(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
-    """Removed keys are accepted and ignored with a warning, so old files keep working."""
-    kept = dict(raw)
-    warnings = []
+    """Removed keys are accepted and ignored with a warning, and the original TypeScript gtd's keys
+    are translated (gtd.config.original), so old files keep working."""
+    from gtd.config.original import translate
+
+    kept, warnings = translate(dict(raw), source)
     for key, why in LEGACY_KEYS.items():
         if key in kept:
             del kept[key]

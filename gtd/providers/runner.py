@@ -225,7 +225,7 @@ def run_agent(
             now = time.monotonic()
             elapsed = now - started - activity.held(now)
             idle = activity.idle(now)
-            limit = tool_seconds if open_calls else timeouts.inactivity_seconds
+            limit = tool_seconds if open_calls else (timeouts.inactivity_seconds or float("inf"))  # 0: off
             if elapsed >= timeouts.run_seconds:
                 stopped = "run_timeout"
             elif idle >= limit:
