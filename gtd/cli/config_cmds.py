@@ -99,6 +99,71 @@ def _columns(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@config_app.command("migrate")
+def migrate(
+    path: Annotated[Path | None, typer.Argument(help="The file to rewrite; default: every config file gtd finds "
+                                                      "that still uses the original gtd's keys.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the diff; write nothing.")] = False,
+    directory: opt.Directory = None,
+) -> None:
+    """Rewrite config files from the original TypeScript gtd's keys to gtd's (atomically), showing the diff.
+
+    Examples:
+
+    \b
+      gtd config migrate --dry-run
+      gtd config migrate .gtdrc.json
+    """
+    import difflib
+
+    from gtd import workspace_files
+    from gtd.config.files import read_config_text
+    from gtd.config.loader import _original_user_files, find_repo_root
+    from gtd.config.original import migrated_text, project_candidates
+    from gtd.config.validation import validate_layer
+    from gtd.config.writer import atomic_write
+    from gtd.errors import ConfigError
+
+    cwd = (directory or Path.cwd()).resolve()
+    root = find_repo_root(cwd) or cwd
+    if path is not None:
+        candidates = [(path if path.is_absolute() else cwd / path)]
+    else:
+        candidates = [*_original_user_files(), user_config_file(), *project_candidates(root), root / PROJECT_CONFIG_NAME]
+    changed = 0
+    for candidate in candidates:
+        inside = candidate.parent == root
+        text = read_config_text(candidate, workspace=root if inside else None)
+        if text is None:
+            if path is not None:
+                raise ConfigError(str(candidate), "", "no such file")
+            continue
+        if candidate.suffix == ".toml":
+            continue  # gtd's own format: nothing of the original's can be in it
+        new, warnings = migrated_text(candidate, text)
+        if new == text:
+            if path is not None:
+                stderr.print(f"{markup(str(candidate))}: nothing to migrate", highlight=False)
+            continue
+        from gtd.config.original import parse_text
+
+        validate_layer(parse_text(candidate, new), str(candidate))
+        for warning in warnings:
+            stderr.print(f"[yellow]{markup(warning)}[/yellow]", highlight=False)
+        write("".join(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
+                                           fromfile=f"{candidate} (before)", tofile=f"{candidate} (after)")))
+        changed += 1
+        if dry_run:
+            continue
+        if inside:
+            workspace_files.write_text(root, candidate.name, new)
+        else:
+            atomic_write(candidate, new)
+        stderr.print(f"rewrote {markup(str(candidate))}", highlight=False)
+    if not changed and path is None:
+        stderr.print("nothing to migrate: no config file uses the original gtd's keys", highlight=False)
+
+
 @config_app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of the config (use it as `$schema` in .gtdrc.json).

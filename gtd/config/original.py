@@ -139,8 +139,8 @@ def _escalations(key: str, value: Any, boundaries: dict, source: str, out: dict[
         for phase, default in ORIGINAL_PHASE_LEVELS.items():
             if boundaries.get(phase, default) == rule["from"]:
                 _merge_into(out, f"sandbox.phases.{phase}", end)
-                warnings.append(f"{source}: the original gtd's approved escalation {rule['from']} -> {rule['to']} is "
-                                f"read as 'sandbox.phases.{phase}: {end}' (was {start})")
+                warnings.append(f"{source}: the original gtd's '{key}' entry {rule['from']} -> {rule['to']} is "
+                                f"read as the saved rule 'sandbox.phases.{phase}: {end}' (was {start})")
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -184,3 +184,30 @@ def user_candidates(home: Path, xdg_config: Path) -> list[Path]:
 
 def project_candidates(root: Path) -> list[Path]:
     return [root / name for name in PROJECT_FILES] + [root / "package.json"]
+
+
+def migrated_text(path: Path, text: str) -> tuple[str, list[str]]:
+    """The file rewritten with gtd's keys, in its own format (JSON keeps its style; YAML is re-dumped;
+    package.json keeps everything but its "gtd" section). Unchanged text when there is nothing to do."""
+    from gtd.config.files import compact_array_keys, detect_json_indent, dump_json
+
+    if path.name == "package.json":
+        document = json.loads(text)
+        section = document.get("gtd") if isinstance(document, dict) else None
+        if not isinstance(section, dict):
+            return text, []
+        new, warnings = translate(section, str(path))
+        if new == section:
+            return text, []
+        document["gtd"] = new
+        return dump_json(document, indent=detect_json_indent(text), compact_keys=compact_array_keys(text)) + "\n", warnings
+    data = parse_text(path, text)
+    new, warnings = translate(data, str(path))
+    if new == data:
+        return text, []
+    if path.suffix == ".json":
+        return dump_json(new, indent=detect_json_indent(text), compact_keys=compact_array_keys(text)) + "\n", warnings
+    import yaml
+
+    return yaml.safe_dump(new, sort_keys=False, allow_unicode=True), warnings + [
+        f"{path}: rewritten as YAML; comments in it are not kept"]

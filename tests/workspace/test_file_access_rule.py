@@ -37,6 +37,7 @@ ALLOWED = {
     ("escalation/trust.py", "_lock"): "lock file in gtd's state dir",
     ("escalation/trust.py", "_read"): "the trust pins in gtd's state dir",
     ("config/files.py", "read_config_text"): "the user's own config file (workspace files take the other branch)",
+    ("config/loader.py", "_original_layer"): "the original gtd's user files in HOME (project ones: workspace_files)",
     ("config/loader.py", "_load"): "whether the user config file exists",
     ("config/cache.py", "read"): "validated-config cache entries in gtd's state dir",
     ("config/cache.py", "write"): "validated-config cache entries in gtd's state dir",

@@ -1,0 +1,148 @@
+"""Repository states the original TypeScript gtd left behind (its commit subjects, its TODO.md
+fixtures, its .gtdrc.json), replayed through the real CLI with the scripted provider: an unfinished
+plan is built, not planned again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import git, run_gtd
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+SEED = """- add a `multiply` function to `src/math.py` that multiplies two numbers
+- add a test for the `multiply` function in `tests/test_math.py`
+"""
+PLAN_TWO_PACKAGES = """# Math library
+
+## Action Items
+
+### Multiply
+
+- [x] add a `multiply` function to `src/math.py` that multiplies two numbers
+- [x] add a test for the `multiply` function in `tests/test_math.py`
+- [x] add input validation for non-numeric arguments in `src/math.py`
+
+### Subtract
+
+- [ ] add a `subtract` function to `src/math.py` that subtracts two numbers
+- [ ] add a test for the `subtract` function in `tests/test_math.py`
+"""
+MATH = "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a * b\n"
+SUBTRACTED = MATH + "\n\ndef subtract(a, b):\n    return a - b\n"
+
+
+def commit(repo: Path, subject: str, files: dict[str, str] | None = None) -> None:
+    for name, content in (files or {}).items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", subject)
+
+
+def original_config(repo: Path, build_turns: list[dict], test_cmd: str = "true") -> None:
+    """A .gtdrc.json as the original wrote it (example config of its `init`), plus gtd's `script`."""
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({"build": build_turns, "plan": [{"actions": [{"shell": "true"}]}]}))
+    config = {"$schema": "https://raw.githubusercontent.com/pmelab/gtd/main/schema.json",
+              "_comment": "This is an example config.", "file": "TODO.md", "agent": "scripted",
+              "modelCommit": "anthropic/claude-haiku-4-5-20251001", "testCmd": test_cmd, "testRetries": 1,
+              "agentInactivityTimeout": 300, "commitPrompt": "{{diff}}", "script": str(script)}
+    commit(repo, "chore: gtd config", {".gtdrc.json": json.dumps(config, indent=2) + "\n",
+                                       ".gitignore": "__pycache__/\n"})
+
+
+def subjects(repo: Path) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def test_second_build_after_feedback_builds_the_next_package(repo):
+    """The original's 'Second build after feedback' history: 🌱 🤖 💬 👷 🤖 🔨 🤦 💬 🤖, with ### packages."""
+    write_subtract = {"actions": [{"write": {"path": "src/math.py", "content": SUBTRACTED}}]}
+    original_config(repo, [write_subtract])
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLAN_TWO_PACKAGES.split("### Subtract")[0]})
+    commit(repo, "💬 feedback: add error handling requirement",
+           {"TODO.md": PLAN_TWO_PACKAGES.split("### Subtract")[0] + "> please also add error handling\n"})
+    commit(repo, "👷 fix: formatting", {"src/math.py": "def add(a, b):\n    return a + b\n"})
+    commit(repo, "🤖 plan: updated action items", {"TODO.md": PLAN_TWO_PACKAGES.split("### Subtract")[0]})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH})
+    commit(repo, "🤦 human: extract code TODOs")
+    commit(repo, "💬 feedback: add subtract function",
+           {"TODO.md": PLAN_TWO_PACKAGES.split("### Subtract")[0] + "> please add a subtract function too\n"})
+    commit(repo, "🤖 plan: add subtract action items", {"TODO.md": PLAN_TWO_PACKAGES})
+
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert (status["next"], status["rule"]) == ("build", "unchecked-items")
+    assert status["commit"]["subject"] == "🤖 plan: add subtract action items"
+
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "the original gtd's 'testCmd' is read as 'testCommand'" in result.stderr
+    head = subjects(repo)[0]
+    assert head.startswith("🔨 build: Subtract: add a `subtract` function"), head  # one step for the whole package
+    todo = (repo / "TODO.md").read_text()
+    assert "- [ ]" not in todo and "- [x] add a test for the `subtract` function" in todo
+    assert (repo / "src/math.py").read_text() == SUBTRACTED
+
+
+def test_single_builds_one_package_of_two(repo):
+    divide = {"when": "(Divide)", "actions": [{"write": {"path": "src/math.py", "content": MATH + "\n\ndef divide(a, b):\n    return a / b\n"}}]}
+    write = {"actions": [{"write": {"path": "src/math.py", "content": MATH}}]}
+    original_config(repo, [divide, write])
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": "- add a multiply function to src/math.py\n"})
+    commit(repo, "🤖 plan: two packages", {"TODO.md": "# Math library\n\n## Action Items\n\n### Multiply\n\n"
+                                                      "- [ ] add a `multiply` function to `src/math.py`\n\n### Divide\n\n"
+                                                      "- [ ] add a `divide` function to `src/math.py`\n"})
+    result = run_gtd("--single", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0] == "🔨 build: Multiply: add a `multiply` function to `src/math.py`"
+    assert "- [ ] add a `divide` function" in (repo / "TODO.md").read_text()
+    assert run_gtd("build", "--single", cwd=repo).returncode == 0
+    assert subjects(repo)[0] == "🔨 build: Divide: add a `divide` function to `src/math.py`"
+    assert "- [ ]" not in (repo / "TODO.md").read_text()
+
+
+@pytest.mark.parametrize("subject,expected", [
+    ("🌱 seed: initial task list", "plan"),
+    ("🧭 explore: the codebase", "plan"),
+    ("🤦 human feedback", "plan"),
+    ("🎓 learn: persist learnings to AGENTS.md", "cleanup"),
+])
+def test_original_prefixes_are_read(repo, subject, expected):
+    original_config(repo, [])
+    commit(repo, subject, {"TODO.md": SEED if expected == "plan" else PLAN_TWO_PACKAGES.replace("- [ ]", "- [x]")})
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert status["next"] == expected, status
+
+
+def test_original_fix_after_plan_keeps_building(repo):
+    original_config(repo, [{"actions": [{"write": {"path": "src/math.py", "content": SUBTRACTED}}]}])
+    commit(repo, "🤖 plan: add subtract", {"TODO.md": PLAN_TWO_PACKAGES})
+    commit(repo, "👷 fix: tweak math.py", {"src/math.py": MATH})
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert status["next"] == "build" and status["commit"]["subject"] == "🤖 plan: add subtract"
+
+
+def test_original_red_baseline_with_stop_exits_1_before_building(repo):
+    """The original's baseline.feature: testCmd false, a 🤖 plan -> exit 1, no 🔨 commit."""
+    original_config(repo, [{"actions": [{"write": {"path": "src/math.py", "content": MATH}}]}], test_cmd="false")
+    config = json.loads((repo / ".gtdrc.json").read_text())
+    commit(repo, "stop on red", {".gtdrc.json": json.dumps({**config, "baselineTests": "stop"})})
+    commit(repo, "🤖 plan: add multiply function", {"TODO.md": "# Math library\n\n## Action Items\n\n### Multiply\n\n"
+                                                               "- [ ] add a `multiply` function to `src/math.py`\n"})
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 1 and "baseline tests FAIL" in result.stderr
+    assert not any(s.startswith("🔨") for s in subjects(repo))
+
+
+def test_rejected_plan_names_its_problems(repo):
+    original_config(repo, [])
+    commit(repo, "🤖 plan: broken", {"TODO.md": "# Math library\n\nno action items at all\n"})
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 1
+    assert "TODO.md is not a plan gtd can build: missing the section `## Action items`" in result.stderr
