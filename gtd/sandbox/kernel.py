@@ -18,9 +18,10 @@ LAUNCHER = Path(__file__).with_name("launch.py")
 PRIVATE_WRITABLE = ("/tmp", "/dev", "/proc")
 
 
-def landlock_writable(policy) -> list[str]:
-    """Exactly the writable paths bubblewrap binds read-write (sandbox/bwrap.py): the existing
-    writable paths outside every protected and hidden path, resolved."""
+def landlock_writable(policy, bwrap_args: list[str] | None = None) -> list[str]:
+    """The policy's writable paths as bubblewrap binds them (existing, outside every protected and
+    hidden path, resolved), kept only where `bwrap_args` really binds them read-write (`--bind P P`):
+    Landlock never allows a write that the mounts refuse, whatever render_mounts decides."""
     from gtd.sandbox.bwrap import _inside
 
     keep = [
@@ -29,7 +30,12 @@ def landlock_writable(policy) -> list[str]:
         and not any(_inside(w, p) for p in policy.protected)
         and not any(_inside(w, d) for d in policy.deny_read)
     ]
-    return list(dict.fromkeys(os.path.realpath(w) for w in keep)) + list(PRIVATE_WRITABLE)
+    paths = list(dict.fromkeys(os.path.realpath(w) for w in keep))
+    if bwrap_args is not None:
+        bound = {bwrap_args[i + 1] for i in range(len(bwrap_args) - 2)
+                 if bwrap_args[i] == "--bind" and bwrap_args[i + 1] == bwrap_args[i + 2]}
+        paths = [p for p in paths if p in bound]
+    return paths + list(PRIVATE_WRITABLE)
 
 
 @dataclass
@@ -46,14 +52,15 @@ class KernelLayers:
         limits = policy.limits
         return cls(policy, abi_version(), limits, cgroup_support() if (limits.processes or limits.memory) else {})
 
-    def prefix(self, policy=None) -> list[str]:
+    def prefix(self, policy=None, bwrap_args: list[str] | None = None) -> list[str]:
         """What bwrap executes in front of the command ([] when there is nothing to apply inside).
-        `policy`: the one bwrap's mounts were rendered from for this command (it may add writable
-        paths, e.g. package caches); the writable set is read per command, as the mounts are."""
+        `policy` and `bwrap_args`: what bwrap's mounts were rendered from for this command, and the
+        mount arguments themselves (the policy may add writable paths, e.g. package caches); the
+        writable set is read per command, as the mounts are."""
         args = launcher_args(self.limits)
         if self.landlock_abi:
             args += ["--landlock", str(self.landlock_abi)]
-            for path in landlock_writable(policy or self.policy):
+            for path in landlock_writable(policy or self.policy, bwrap_args):
                 args += ["--write", path]
         if not args:
             return []

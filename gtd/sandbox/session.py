@@ -317,7 +317,7 @@ class SandboxSession:
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
             "--block-fd", str(block_r),
-            "--", *self._layers.prefix(policy), *argv,
+            "--", *self._layers.prefix(policy, plan.args), *argv,
         ]
         cgroup = self._layers.cgroup()
         if cgroup is not None:

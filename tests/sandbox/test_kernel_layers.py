@@ -392,3 +392,16 @@ def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo
     r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--", sys.executable, "bomb.py"],
                        cwd=repo, capture_output=True, text=True, timeout=120)
     assert "refused limit sandbox.limits.processes" in r.stderr and "raise sandbox.limits.processes" in r.stderr, r.stderr
+
+
+def test_landlock_never_allows_a_path_the_mounts_do_not_bind_read_write(repo, home):
+    from gtd.config.schema import GtdConfig
+    from gtd.sandbox.bwrap import render_mounts
+    from gtd.sandbox.kernel import PRIVATE_WRITABLE, landlock_writable
+    from gtd.sandbox.policy import build_policy
+
+    policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
+    args = render_mounts(policy).args
+    assert str(repo) in landlock_writable(policy, args)
+    without = [a if a != "--bind" else "--ro-bind" for a in args]  # mounts that bind nothing read-write
+    assert landlock_writable(policy, without) == list(PRIVATE_WRITABLE)
