@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,8 @@ def _kernel_layer_checks() -> list[dict]:
     missing = [c for c in ("pids", "memory") if c not in cgroups]
     if missing:
         detail += f" ({', '.join(missing)} limited by rlimits inside the sandbox: per process for memory)"
+    if "pids" in missing and os.geteuid() == 0:
+        detail += "; processes are NOT limited: gtd runs as root, which RLIMIT_NPROC does not bind"
     limits = _check("resource limits", True, detail)
     for check in (landlock, limits):
         check["required"] = False

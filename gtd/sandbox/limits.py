@@ -72,13 +72,18 @@ class ResourceLimits:
         return cls(processes=limits.processes or None, memory=parse_memory(limits.memory))
 
     def to_dict(self) -> dict:
-        found = cgroup_support()
+        import sys
+
+        linux = sys.platform.startswith("linux")
+        found = cgroup_support() if linux else {}
+        nproc = ("NOT ENFORCED: RLIMIT_NPROC does not bind root and no pids cgroup is writable" if os.geteuid() == 0
+                 else "RLIMIT_NPROC (this sandbox's processes)")
         return {
             "processes": self.processes or "no limit",
             "memory": human(self.memory) if self.memory else "no limit",
             "enforcedBy": {
-                "processes": _mechanism("pids", found, "RLIMIT_NPROC (per sandbox; not for host root)") if self.processes else None,
-                "memory": _mechanism("memory", found, "RLIMIT_DATA (per process)") if self.memory else None,
+                "processes": (_mechanism("pids", found, nproc) if linux else "not enforced on this platform") if self.processes else None,
+                "memory": (_mechanism("memory", found, "RLIMIT_DATA (per process)") if linux else "not enforced on this platform") if self.memory else None,
             },
         }
 
