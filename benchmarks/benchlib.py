@@ -48,17 +48,25 @@ def git_repo(path: Path, env: dict[str, str]) -> Path:
     return path
 
 
-def interleaved(cases: dict[str, Callable[[], object]], runs: int, warmup: int = 2) -> dict[str, float]:
-    """Median milliseconds per case, the cases run round-robin so load drift hits all of them alike."""
+def interleaved(cases: dict[str, Callable[[], object]], runs: int, warmup: int = 2,
+                cpu: dict[str, float] | None = None) -> dict[str, float]:
+    """Median wall milliseconds per case, the cases run round-robin so load drift hits all of them
+    alike. Cases made by `runner` also report the child's CPU time (user + system): its medians go
+    into `cpu` when given, a figure a busy machine disturbs far less than wall time."""
     for _ in range(warmup):
         for fn in cases.values():
             fn()
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    cpu_samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(runs):
         for name, fn in cases.items():
             t = time.perf_counter()
-            fn()
+            used = fn()
             samples[name].append((time.perf_counter() - t) * 1000)
+            if isinstance(used, float):
+                cpu_samples[name].append(used * 1000)
+    if cpu is not None:
+        cpu.update({name: statistics.median(v) for name, v in cpu_samples.items() if v})
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -66,12 +74,18 @@ def runner(argv: Sequence[str], *, cwd: Path, env: dict[str, str], check: bool =
            extra_env: dict[str, str] | None = None) -> Callable[[], None]:
     full_env = {**env, **(extra_env or {})}
 
-    def run() -> None:
-        result = subprocess.run(list(argv), cwd=cwd, env=full_env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        if check and result.returncode != 0:
-            raise SystemExit(f"benchmark command failed ({result.returncode}): {' '.join(argv)}\n"
-                             f"{result.stderr.decode(errors='replace')[-2000:]}")
+    def run() -> float:
+        """Runs the command; returns the CPU seconds (user + system) it and its children used."""
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=subprocess.DEVNULL,
+                                    stderr=err, stdin=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if check and proc.returncode != 0:
+                err.seek(0)
+                raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(argv)}\n"
+                                 f"{err.read().decode(errors='replace')[-2000:]}")
+        return usage.ru_utime + usage.ru_stime
     return run
 
 

@@ -6,10 +6,7 @@ so an agent can never approve its own escalations or rewrite its history.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-
-import platformdirs
 
 APP = "gtd"
 PROJECT_CONFIG_NAME = ".gtdrc.json"
@@ -17,6 +14,8 @@ USER_CONFIG_NAMES = ("config.toml", "config.json")
 
 
 def user_config_dir() -> Path:
+    import platformdirs  # here: every command imports this module, few need the directories
+
     return Path(platformdirs.user_config_dir(APP))
 
 
@@ -30,11 +29,15 @@ def user_config_file() -> Path:
 
 
 def user_state_dir() -> Path:
+    import platformdirs
+
     return Path(platformdirs.user_state_dir(APP))
 
 
 def project_key(repo_root: Path) -> str:
     """A stable, filesystem-safe id for a repository (its resolved path, hashed)."""
+    import hashlib
+
     resolved = str(Path(repo_root).resolve())
     digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
     return f"{Path(resolved).name}-{digest}"

@@ -92,10 +92,28 @@ def _register_layers() -> None:
 _register_layers()
 
 
+def _for_invocation(argv: list[str]) -> typer.Typer:
+    """The command tree this invocation needs. typer inspects the signature of every command before
+    it runs one, a good part of gtd's start-up: when the first argument names a command or group,
+    only that one is built (`gtd --help`, root options first, Tab completion: the whole tree)."""
+    import copy
+    import os
+
+    if not argv or argv[0].startswith("-") or any(key.endswith("_COMPLETE") for key in os.environ):
+        return app
+    commands = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == argv[0]]
+    groups = [g for g in app.registered_groups if g.name == argv[0]]
+    if not commands and not groups:
+        return app  # unknown: the full tree, so the error can suggest the command meant
+    pruned = copy.copy(app)
+    pruned.registered_commands, pruned.registered_groups = commands, groups
+    return pruned
+
+
 def main() -> None:
     """Run the CLI; gtd's own errors become a one-line message and their documented exit code."""
     try:
-        app()
+        _for_invocation(sys.argv[1:])()
     except GtdError as exc:
         stderr.print(f"[red]gtd: error:[/red] {markup(str(exc))}", highlight=False)
         sys.exit(int(exc.exit_code))

@@ -75,3 +75,16 @@ def test_sandbox_run_builds_no_pydantic_models_and_imports_no_rich(repo):
     imported_heavy(["config", "show"], repo)  # validates once, fills the cache
     heavy = imported_heavy(["sandbox", "run", "--", "true"], repo)
     assert not {"pydantic", "rich", "tomlkit", "filelock", "gtd.escalation"} & set(heavy), heavy
+
+
+def test_the_named_command_runs_the_same_with_the_whole_tree_or_only_its_own(repo, tmp_path):
+    """`gtd config show` builds only the config group; `gtd -C repo config show` (a root option first)
+    builds the whole tree: same answer. An unknown command still gets the suggestion from the whole tree."""
+    from support import run_gtd
+
+    own = run_gtd("config", "show", "--json", cwd=repo)
+    whole = run_gtd("-C", str(repo), "config", "show", "--json", cwd=tmp_path)
+    assert own.returncode == whole.returncode == 0, (own.stderr, whole.stderr)
+    assert json.loads(own.stdout)["config"] == json.loads(whole.stdout)["config"]
+    typo = run_gtd("buil", cwd=repo)
+    assert typo.returncode == 2 and "build" in typo.stderr
