@@ -31,9 +31,21 @@ def check_fix(ctx: RunContext, edits: HumanEdits | None) -> None:
     check_tests(ctx, PhaseAgent(ctx, Phase.BUILD), tests, "after your fix")
 
 
+def _fix_at_head(ctx: RunContext) -> HumanEdits | None:
+    """A fix commit (🔧, or the original gtd's 👷) at HEAD that nothing has checked since."""
+    from gtd.workflow.steps import step_of_subject
+
+    entries = git.log(ctx.repo, limit=1)
+    if not entries or step_of_subject(entries[0][1]) != Step.FIX:
+        return None
+    files = [line.split("\t", 1)[-1] for line in git.commit_files(ctx.repo, entries[0][0])]
+    return HumanEdits(Step.FIX, files, False, fix_paths=files)
+
+
 def run_next(ctx: RunContext) -> Inference:
-    """Commit the person's edits, then run exactly one step. Returns what was inferred."""
-    check_fix(ctx, commit_human_edits(ctx.repo, ctx.progress))
+    """Commit the person's edits, then run exactly one step. Returns what was inferred. A fix with
+    nothing left to build (just committed, or found at HEAD) is checked by the tests first."""
+    check_fix(ctx, commit_human_edits(ctx.repo, ctx.progress) or _fix_at_head(ctx))
     inference = infer_next(ctx.repo)
     ctx.audit.record("next_step", next=inference.next.value, reason=inference.reason, rule=inference.rule)
     if inference.next == Next.PLAN:

@@ -7,9 +7,11 @@ from gtd.config.schema import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
+from gtd.terminal_text import markup
 from gtd.workflow import git
 from gtd.workflow.context import RunContext
 from gtd.workflow.markdown import normalize_todo
+from gtd.workflow.markers import remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.steps import Step, commit_human_edits, marker_lines, message, step_of_subject
 from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, write_todo
@@ -61,6 +63,9 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
         if not errors:
             normalize_todo(ctx.repo)
+            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "")
+            if absorbed:
+                ctx.progress.info(f"removed the marker(s) the plan took over from the code: {markup(', '.join(absorbed))}")
             sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))
             if sha is None:
                 ctx.progress.warn(f"the agent left {TODO_FILE} unchanged; it is a valid plan, so it stands as it is "

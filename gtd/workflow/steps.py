@@ -44,7 +44,7 @@ ORIGINAL_PREFIX: dict[str, Step] = {"🤖": Step.PLAN, "🎓": Step.LEARN, "🤦
 # Steps that move the workflow forward; FIX and CONFIG commits are transparent to inference.
 _WORKFLOW_STEPS = (Step.FEEDBACK, Step.PLAN, Step.BUILD, Step.LEARN, Step.CLEANUP)
 MARKER_WORDS = ("TODO", "FIXME", "FIX", "HACK", "XXX")
-_MARKER = re.compile(r"\b(" + "|".join(MARKER_WORDS) + r")\s*:", re.IGNORECASE)
+MARKER_RE = re.compile(r"\b(" + "|".join(MARKER_WORDS) + r")\s*:", re.IGNORECASE)
 MARKER_GREP = r"\b(" + "|".join(MARKER_WORDS) + r")[[:space:]]*:"
 
 
@@ -202,7 +202,7 @@ def _hunks(diff: str) -> tuple[str, list[str]]:
 
 
 def _adds_marker_text(hunk: str) -> bool:
-    return any(line.startswith("+") and not line.startswith("+++") and _MARKER.search(line)
+    return any(line.startswith("+") and not line.startswith("+++") and MARKER_RE.search(line)
                for line in hunk.splitlines())
 
 
@@ -216,7 +216,7 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
                 text = workspace_files.read_text(repo, change.path)
             except (OSError, workspace_files.UnsafeWorkspacePath):
                 text = None  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
-            (split.feedback_files if text is not None and _MARKER.search(text) else split.fix_files).append(change.path)
+            (split.feedback_files if text is not None and MARKER_RE.search(text) else split.fix_files).append(change.path)
         else:
             diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False) if git.has_commits(repo) else ""
             header, hunks = _hunks(diff)

@@ -57,3 +57,14 @@ def test_secrets_listed_one_by_one_bulk_grouped():
 def test_many_new_files_under_one_directory_are_bulk():
     found = find_unsafe([f"generated/f{i}.txt" for i in range(250)] + ["src/a.py"])
     assert [(e.path, e.files) for e in found] == [("generated/", 250)]
+
+
+def test_absorbed_marker_comments_are_cut_and_code_is_never_cut():
+    from gtd.workflow.markers import cited, strip_marker
+
+    assert strip_marker("    # TODO: handle negatives\n") is None
+    assert strip_marker("x = f()  # FIXME: slow\n") == "x = f()\n"
+    assert strip_marker("  // hack: later\n") is None
+    assert strip_marker('print("TODO: not a comment")\n') == 'print("TODO: not a comment")\n'
+    assert cited("see app.py:27 and notes.py:1", "app.py", 27)
+    assert not cited("see app.py:270", "app.py", 27) and not cited("see myapp.py:27", "app.py", 27)

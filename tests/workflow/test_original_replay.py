@@ -146,3 +146,13 @@ def test_rejected_plan_names_its_problems(repo):
     result = run_gtd("build", cwd=repo)
     assert result.returncode == 1
     assert "TODO.md is not a plan gtd can build: missing the section `## Action items`" in result.stderr
+
+
+def test_original_fix_with_nothing_left_to_build_is_checked(repo):
+    """The original's test-fix.feature: a 👷 fix at HEAD, tests red -> exit 1, no step after it."""
+    original_config(repo, [], test_cmd="echo still failing; false")
+    commit(repo, "🤖 plan: add multiply", {"TODO.md": PLAN_TWO_PACKAGES.replace("- [ ]", "- [x]")})
+    commit(repo, "👷 fix: tweak math.py", {"src/math.py": MATH + "# human fix\n"})
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 1 and "tests fail after your fix" in result.stderr and "still failing" in result.stderr
+    assert subjects(repo)[0] == "👷 fix: tweak math.py"

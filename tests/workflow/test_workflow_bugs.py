@@ -188,6 +188,10 @@ def test_fix_hunks_and_feedback_hunks_go_into_separate_commits(repo):
     fix = git(repo, "show", "HEAD~2", "--format=")
     assert "line 2 fixed by hand" in fix and "hack:" not in fix
     assert "hack: the agent" in git(repo, "show", "HEAD~1", "--format=")
+    # the plan cited both markers by path:line: gtd removed them from the code in the plan commit
+    assert "hack:" not in (repo / "app.py").read_text() and "line 2 fixed by hand" in (repo / "app.py").read_text()
+    assert (repo / "notes.py").read_text() == ""
+    assert "app.py" in git(repo, "show", "--name-only", "--format=", "HEAD")
 
 
 def test_editing_only_learnings_or_ticking_by_hand_is_not_feedback(repo):
