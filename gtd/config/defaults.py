@@ -25,6 +25,9 @@ DEFAULT_DENY_READ = [
     "~/.vault-token",
 ]
 
+# ssh, http, https: below 1024, so no unprivileged server inside the sandbox ever needs them.
+DEFAULT_INTERCEPT_PORTS = [22, 80, 443]
+
 DEFAULT_NETWORK_DOMAINS = [
     "pypi.org:443",
     "files.pythonhosted.org:443",

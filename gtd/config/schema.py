@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
-from gtd.config.defaults import DEFAULT_DENY_READ, DEFAULT_NETWORK_DOMAINS  # noqa: F401 - re-exported
+from gtd.config.defaults import DEFAULT_DENY_READ, DEFAULT_INTERCEPT_PORTS, DEFAULT_NETWORK_DOMAINS  # noqa: F401 - re-exported
 from gtd.config.levels import Level, Phase  # noqa: F401 - re-exported: the enums live apart so the CLI parses them without pydantic
 
 
@@ -34,6 +34,11 @@ class LevelRules(ConfigModel):
         default_factory=list, description="Domains the agent may reach: `host`, `*.host`, optionally `:port`."
     )
     deny_domains: list[str] = Field(default_factory=list, description="Domains always refused (deny wins over allow).")
+    host_loopback_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+        default_factory=list,
+        description="Ports of services on the host's own loopback (a local database, a dev server) that commands reach "
+        "at 127.0.0.1:PORT inside the sandbox. Inside, loopback is otherwise the sandbox's own.",
+    )
 
 
 class LevelsRules(ConfigModel):
@@ -85,6 +90,11 @@ class SandboxConfig(ConfigModel):
         description="Registry hosts (exact names, e.g. `npm.example.com`) whose credentials reach the sandbox: the "
                     "user:password in their URLs, their auth lines in ~/.npmrc, their ~/.m2/settings.xml server passwords, "
                     "CARGO_REGISTRIES_<NAME>_TOKEN / UV_INDEX_<NAME>_PASSWORD. Every other credential is left out.")
+    intercept_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+        default_factory=lambda: list(DEFAULT_INTERCEPT_PORTS),
+        description="Ports on which a direct connection (from a client that ignores proxy variables) is caught and "
+        "decided by the same rules as the proxy. Inside the sandbox these ports cannot be used for local servers.",
+    )
 
 
 class PhaseModels(ConfigModel):

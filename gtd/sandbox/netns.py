@@ -1,28 +1,69 @@
-"""The "relay inside the namespace": a listening socket created in the sandbox's network namespace.
+"""Sockets created inside the sandbox's network namespace, served from the host.
 
-The usual design bind-mounts a host unix socket into the sandbox and runs a relay process there
-that forwards 127.0.0.1:PORT to it. That needs AF_UNIX inside the sandbox, which the seccomp filter
-must refuse (host unix sockets are an escape), and costs a process per run.
+The usual design bind-mounts a host unix socket into the sandbox and runs a relay process there.
+That needs AF_UNIX inside the sandbox, which the seccomp filter must refuse (host unix sockets are
+an escape), and costs a process per run.
 
 Instead, once bwrap has created its namespaces (it reports the child's pid on `--info-fd` and
 waits on `--block-fd`), a short-lived forked child of gtd joins the sandbox's user and network
-namespaces, binds a TCP socket to 127.0.0.1:PORT *there*, listens, and passes the fd back over a
-socketpair. The host-side proxy then accept()s sandbox connections directly on that fd: sockets
-keep the namespace they were created in. Nothing runs inside the sandbox, no unix socket is
-visible to it, and the listener disappears with the namespace.
+namespaces (where it holds CAP_NET_ADMIN, the namespace belonging to the sandbox's user
+namespace) and, before the command starts:
+
+- waits until bwrap has brought `lo` up (bwrap does that in its own child *concurrently* with
+  reporting the pid: binding 127.0.0.1 earlier fails with EADDRNOTAVAIL, issue 9 class 13);
+- routes every address to `lo` ("AnyIP": `local 0.0.0.0/0` and `local ::/0` in the local table),
+  so a connection to any address stays inside the namespace, where gtd listens for it;
+- creates the listeners: the proxy port (127.0.0.1:3128), the intercepted ports ([::]:443 ...,
+  catching clients that ignore proxy variables), UDP port 53 (gtd's DNS answers), and the
+  host-loopback forwards (127.0.0.1:PORT and [::1]:PORT);
+
+and passes the fds back over a socketpair. Sockets keep the namespace they were created in, so
+the host side accept()s sandbox connections on them directly. Nothing of gtd runs inside the
+sandbox, and every socket disappears with the namespace.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import socket
+import struct
+import time
+from dataclasses import dataclass, field
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+IP_FREEBIND = 15
+SIOCGIFFLAGS = 0x8913
+IFF_UP = 0x1
+LO_WAIT_SECONDS = 20.0  # bwrap brings lo up within microseconds; this bound only turns a hang into an error
 
 _libc = None
+
+
+@dataclass(frozen=True)
+class NamespaceLayout:
+    """Which sockets to create inside a sandbox's network namespace."""
+
+    proxy_port: int
+    intercept_ports: tuple[int, ...] = ()
+    dns: bool = False
+    forward_ports: tuple[int, ...] = ()
+
+
+@dataclass
+class NamespaceSockets:
+    """The sockets created inside one sandbox's network namespace (owned by the host process)."""
+
+    proxy: socket.socket
+    intercept: list[socket.socket] = field(default_factory=list)
+    dns: list[socket.socket] = field(default_factory=list)
+    forwards: dict[int, list[socket.socket]] = field(default_factory=dict)
+
+    def all(self) -> list[socket.socket]:
+        return [self.proxy, *self.intercept, *self.dns, *(s for group in self.forwards.values() for s in group)]
 
 
 def _setns(fd: int, nstype: int) -> int:
@@ -34,8 +75,8 @@ def _setns(fd: int, nstype: int) -> int:
     return 0
 
 
-def listener_in_namespace(pid: int, port: int, backlog: int = 128) -> socket.socket:
-    """A TCP socket listening on 127.0.0.1:port inside the network namespace of `pid`."""
+def open_namespace_sockets(pid: int, layout: NamespaceLayout) -> NamespaceSockets:
+    """Create `layout`'s sockets inside the network namespace of `pid` (bwrap's child, still blocked)."""
     parent, child = socket.socketpair()
     try:
         child_pid = os.fork()
@@ -43,19 +84,9 @@ def listener_in_namespace(pid: int, port: int, backlog: int = 128) -> socket.soc
             code = 1
             try:
                 parent.close()
-                for ns, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-                    fd = os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
-                    err = _setns(fd, flag)
-                    os.close(fd)
-                    # EINVAL on the user namespace: it is already ours (e.g. bwrap without userns).
-                    if err and not (ns == "user" and err == errno.EINVAL):
-                        child.sendall(f"E{ns}: {os.strerror(err)}".encode())
-                        os._exit(1)
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", port))
-                s.listen(backlog)
-                socket.send_fds(child, [b"K"], [s.fileno()])
+                _join_namespaces(pid, child)
+                sockets, kinds = _create(layout)
+                socket.send_fds(child, [("K" + ",".join(kinds)).encode()], [s.fileno() for s in sockets])
                 code = 0
             except BaseException as exc:  # noqa: BLE001 - report anything to the parent
                 try:
@@ -65,10 +96,141 @@ def listener_in_namespace(pid: int, port: int, backlog: int = 128) -> socket.soc
             finally:
                 os._exit(code)
         child.close()
-        msg, fds, _, _ = socket.recv_fds(parent, 1024, 1)
+        msg, fds, _, _ = socket.recv_fds(parent, 65536, 256)
         os.waitpid(child_pid, 0)
     finally:
         parent.close()
-    if not fds:
+    if not msg.startswith(b"K") or not fds:
+        for fd in fds:
+            os.close(fd)
         raise OSError(f"could not open the proxy port inside the sandbox: {msg[1:].decode(errors='replace') or 'no reply'}")
-    return socket.socket(fileno=fds[0])
+    return _collect(msg[1:].decode().split(","), fds)
+
+
+def listener_in_namespace(pid: int, port: int) -> socket.socket:
+    """Only a TCP listener on 127.0.0.1:port inside the network namespace of `pid`."""
+    return open_namespace_sockets(pid, NamespaceLayout(proxy_port=port)).proxy
+
+
+def _join_namespaces(pid: int, report: socket.socket) -> None:  # pragma: no cover - forked child
+    for ns, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
+        fd = os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
+        err = _setns(fd, flag)
+        os.close(fd)
+        # EINVAL on the user namespace: it is already ours (e.g. bwrap without userns).
+        if err and not (ns == "user" and err == errno.EINVAL):
+            raise OSError(err, f"setns {ns}: {os.strerror(err)}")
+
+
+def _loopback_ready(probe: socket.socket) -> bool:  # pragma: no cover - forked child
+    """`lo` is up and 127.0.0.1 is assignable. The link is flagged up *before* the kernel has added
+    its local routes, so in that window a bind to 127.0.0.1 fails with EADDRNOTAVAIL: probe it."""
+    flags = struct.unpack("16sH", fcntl.ioctl(probe, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0))[:18])[1]
+    if not flags & IFF_UP:
+        return False
+    test = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        test.bind(("127.0.0.1", 0))
+        return True
+    except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return False
+        raise
+    finally:
+        test.close()
+
+
+def _wait_for_loopback() -> None:  # pragma: no cover - forked child
+    """Block until bwrap has configured `lo` (it adds 127.0.0.1, then sets the link up, concurrently
+    with reporting its pid to gtd)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        deadline = time.monotonic() + LO_WAIT_SECONDS
+        delay = 0.0002
+        while not _loopback_ready(probe):
+            if time.monotonic() > deadline:
+                raise OSError(errno.ETIMEDOUT, "the sandbox's loopback interface never came up")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+    finally:
+        probe.close()
+
+
+def _route_everything_to_loopback() -> bool:  # pragma: no cover - forked child
+    """AnyIP: `ip route add local 0.0.0.0/0 dev lo table local` (and ::/0). False if IPv6 is unavailable."""
+    nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+    ipv6 = True
+    try:
+        nl.bind((0, 0))
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
+            # struct rtmsg: family, dst_len, src_len, tos, table=LOCAL(255), protocol=BOOT(3),
+            # scope=HOST(254), type=LOCAL(2), flags; then RTA_OIF(4) = ifindex of lo (1).
+            body = struct.pack("BBBBBBBBI", family, 0, 0, 0, 255, 3, 254, 2, 0) + struct.pack("HHI", 8, 4, 1)
+            flags = 0x1 | 0x4 | 0x400 | 0x200  # REQUEST | ACK | CREATE | EXCL
+            nl.send(struct.pack("IHHII", 16 + len(body), 24, flags, seq, 0) + body)  # RTM_NEWROUTE
+            reply = nl.recv(4096)
+            err = -struct.unpack("i", reply[16:20])[0] if struct.unpack("H", reply[4:6])[0] == 2 else 0
+            if err and err != errno.EEXIST:
+                if family == socket.AF_INET6 and err in (errno.EAFNOSUPPORT, errno.EOPNOTSUPP, errno.ENODEV):
+                    ipv6 = False
+                    continue
+                raise OSError(err, f"cannot route addresses to the sandbox's loopback: {os.strerror(err)}")
+    finally:
+        nl.close()
+    return ipv6
+
+
+def _tcp_listener(family: int, address: str, port: int) -> socket.socket:  # pragma: no cover - forked child
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IP, IP_FREEBIND, 1)
+    if family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if address == "::" else 1)
+    s.bind((address, port))
+    s.listen(128)
+    return s
+
+
+def _create(layout: NamespaceLayout) -> tuple[list[socket.socket], list[str]]:  # pragma: no cover - forked child
+    _wait_for_loopback()
+    sockets: list[socket.socket] = []
+    kinds: list[str] = []
+    sockets.append(_tcp_listener(socket.AF_INET, "127.0.0.1", layout.proxy_port))
+    kinds.append("proxy")
+    if not (layout.intercept_ports or layout.dns or layout.forward_ports):
+        return sockets, kinds
+    ipv6 = _route_everything_to_loopback() if (layout.intercept_ports or layout.dns) else socket.has_ipv6
+    for port in layout.intercept_ports:
+        # One dual-stack listener per port catches a direct connection to any address on that port.
+        sockets.append(_tcp_listener(socket.AF_INET6, "::", port) if ipv6 else _tcp_listener(socket.AF_INET, "0.0.0.0", port))
+        kinds.append(f"intercept:{port}")
+    if layout.dns:
+        for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+            if family == socket.AF_INET6 and not ipv6:
+                continue
+            u = socket.socket(family, socket.SOCK_DGRAM)
+            if family == socket.AF_INET6:
+                u.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            u.bind((address, 53))  # any nameserver address resolv.conf names is local here (AnyIP)
+            sockets.append(u)
+            kinds.append("dns")
+    for port in layout.forward_ports:
+        for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            if family == socket.AF_INET6 and not ipv6:
+                continue
+            sockets.append(_tcp_listener(family, address, port))
+            kinds.append(f"forward:{port}")
+    return sockets, kinds
+
+
+def _collect(kinds: list[str], fds: list[int]) -> NamespaceSockets:
+    made = [socket.socket(fileno=fd) for fd in fds]
+    result = NamespaceSockets(proxy=made[0])
+    for kind, sock in zip(kinds[1:], made[1:]):
+        if kind.startswith("intercept:"):
+            result.intercept.append(sock)
+        elif kind == "dns":
+            result.dns.append(sock)
+        elif kind.startswith("forward:"):
+            result.forwards.setdefault(int(kind.split(":")[1]), []).append(sock)
+    return result

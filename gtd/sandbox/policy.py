@@ -8,6 +8,7 @@ read-only, even inside writable ones (deny beats allow).
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 import sys
 from dataclasses import dataclass, field
@@ -78,6 +79,10 @@ class SandboxPolicy:
     registries: tuple[Registry, ...] = ()
     # Hosts whose registry credentials the person opted in to pass (sandbox.registryCredentials).
     credential_hosts: tuple[str, ...] = ()
+    # Network (see README "Network inside the sandbox"): host-loopback ports reachable at 127.0.0.1:PORT
+    # inside, and the ports on which direct connections are caught and decided by the proxy's rules.
+    host_loopback_ports: tuple[int, ...] = ()
+    intercept_ports: tuple[int, ...] = ()
 
     @property
     def unrestricted(self) -> bool:
@@ -119,6 +124,8 @@ class SandboxPolicy:
             "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
             "limits": self.limits.to_dict(),
             "landlock": _landlock_status(),
+            "hostLoopbackPorts": list(self.host_loopback_ports),
+            "interceptPorts": list(self.intercept_ports),
         }
 
 
@@ -256,4 +263,23 @@ def build_policy(
         limits=ResourceLimits.from_config(config.sandbox.limits),
         registries=registries,
         credential_hosts=_unique(h.lower() for h in config.sandbox.registry_credentials),
+        host_loopback_ports=tuple(sorted({p for lv in below for p in levels.for_level(lv).host_loopback_ports}
+                                         | set(loopback_ports(needs.model_hosts)))),
+        intercept_ports=tuple(sorted(set(config.sandbox.intercept_ports) - set(RESERVED_PORTS))),
     )
+
+
+# Inside the namespace: gtd's proxy port and DNS.
+RESERVED_PORTS = (3128, 53)
+
+
+def loopback_ports(hosts) -> list[int]:
+    """Ports of `host:port` rules that name the host's loopback (a model API served on this machine):
+    those are forwarded from the sandbox's own 127.0.0.1, where clients that bypass the proxy for
+    loopback connect."""
+    ports = []
+    for text in hosts:
+        rule = parse_rule(text)
+        if rule.port is not None and (rule.host == "localhost" or (rule.is_ip_literal and ipaddress.ip_address(rule.host).is_loopback)):
+            ports.append(rule.port)
+    return ports

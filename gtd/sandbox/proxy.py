@@ -24,6 +24,11 @@ from gtd.sandbox.relay import copy as _copy, pump as _pump  # the byte-moving ha
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
+LOOPBACK_HINT = (
+    " (inside the sandbox 127.0.0.1 is the sandbox's own; to reach a service on the host's loopback,"
+    " add its port to sandbox.levels.<level>.hostLoopbackPorts)"
+)
+HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 BUFSIZE = 256 * 1024
 PROXY_USER = "gtd"
 
@@ -85,13 +90,69 @@ class FilteringProxy:
         for listener in list(self._listeners):
             self.stop_serving(listener)
 
-    def _accept_loop(self, listener: socket.socket) -> None:
+    def serve_intercepted(self, listener: socket.socket, names: Callable[[str], str | None]) -> None:
+        """Serve a listener that catches direct connections (clients that ignore proxy variables):
+        the address a connection was sent to names its destination (`names` maps gtd's DNS stand-in
+        addresses back to names), and the usual policy decides."""
+        with self._lock:
+            self._listeners.add(listener)
+        handler = lambda conn: self._handle_intercepted(conn, names)  # noqa: E731
+        threading.Thread(target=self._accept_loop, args=(listener, handler), daemon=True, name="gtd-proxy-accept").start()
+
+    def _accept_loop(self, listener: socket.socket, handler: Callable[[socket.socket], None] | None = None) -> None:
+        handler = handler or self._handle
         while True:
             try:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True, name="gtd-proxy-conn").start()
+            threading.Thread(target=handler, args=(conn,), daemon=True, name="gtd-proxy-conn").start()
+
+    def _handle_intercepted(self, conn: socket.socket, names: Callable[[str], str | None]) -> None:
+        upstream = None
+        try:
+            address, port = conn.getsockname()[:2]
+            address = normalise_host(address)
+            if ipaddress.ip_address(address).is_loopback:
+                return  # the sandbox's own loopback: nothing of the sandbox listens on this port
+            verdict = self.authorize(names(address) or address, port)
+            if not verdict.ok:
+                self._refuse_direct(conn, names(address) or address, port, verdict.reason)
+                return
+            upstream = verdict.sock
+            _pump(conn, upstream)
+        except (OSError, ValueError):
+            pass
+        finally:
+            for s in (conn, upstream):
+                if s is not None:
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+
+    @staticmethod
+    def _refuse_direct(conn: socket.socket, host: str, port: int, reason: str) -> None:
+        """A plain-HTTP client gets gtd's message as a 403; any other protocol (TLS, ssh) is closed
+        (its own error then says the connection was reset; gtd reports the refusal on screen)."""
+        conn.settimeout(2)
+        try:
+            first = conn.recv(16, socket.MSG_PEEK)
+        except OSError:
+            return
+        if first.startswith(HTTP_METHODS):
+            head = b""
+            try:  # read the request head first: closing with unread data would reset the reply away
+                while b"\r\n\r\n" not in head and len(head) < MAX_HEADER:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    head += chunk
+            except OSError:
+                pass
+            target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {reason}\n")
+            conn.shutdown(socket.SHUT_WR)
 
     # -- policy ------------------------------------------------------------------------------
     def authorize(self, host: str, port: int) -> Verdict:
@@ -102,6 +163,10 @@ class FilteringProxy:
         decision = self.rules.decide(host, port)
         if decision == "deny":
             return self._deny(host, port, "denied by rule")
+        literal = forbidden_reason(host) if _is_ip(host) else None
+        if literal and not self.rules.explicitly_allows_address(host, port):
+            # Never offered for approval: an approval must not open the host's loopback or metadata.
+            return self._deny(host, port, literal + (LOOPBACK_HINT if "loopback" in literal else ""))
         if decision == "unknown" and (host, port) not in self._approved:
             if self._ask is None:
                 return self._deny(host, port, "not in the allow list")
@@ -119,7 +184,9 @@ class FilteringProxy:
         except OSError as exc:
             return Verdict(False, f"cannot resolve {host}: {exc}")
         refused = []
-        named = not _is_ip(host) and self.rules.names_host(host, port)
+        # A name a rule names, or one the person approved (they saw it), may resolve to a private
+        # address (an internal mirror); one allowed only by `*` may not (DNS rebinding).
+        named = (host, port) in self._approved or (not _is_ip(host) and self.rules.names_host(host, port))
         for addr in addresses:
             addr = normalise_host(addr)
             if self.rules.decide(addr, port) == "deny":  # a deny rule on the address holds for any name

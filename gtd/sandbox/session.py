@@ -30,6 +30,10 @@ PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never cla
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 SOCKS_VARS = ("ALL_PROXY", "all_proxy")
+# Loopback inside the sandbox is the sandbox's own: every client connects there directly. Spelled
+# for each client's matcher: exact names (Python, wget), suffixes (`.localhost`), CIDR (curl, Go).
+NO_PROXY = "localhost,.localhost,127.0.0.1,127.0.0.0/8,::1,[::1]"
+START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started again (it has not run anything)
 DOCTOR_HINT = "Run `gtd doctor` for details."
 
 
@@ -73,6 +77,7 @@ class SandboxSession:
         self._lock = threading.Lock()
         self._started = False
         self._proxy = None
+        self._names = None  # DNS stand-in addresses, shared by every command of the session
         self._program: bytes | None = None
         self._registry = None
         self._children: list[tuple[subprocess.Popen, object]] = []
@@ -233,7 +238,7 @@ class SandboxSession:
             env[key] = f"http://gtd:{self.token}@{host}:{self.proxy_port}"
         for key in SOCKS_VARS:
             env[key] = f"socks5h://gtd:{self.token}@{host}:{self.proxy_port}"
-        env["NO_PROXY"] = env["no_proxy"] = ""
+        env["NO_PROXY"] = env["no_proxy"] = NO_PROXY
         for key in self.policy.env_passthrough:
             if key in os.environ:
                 env[key] = os.environ[key]
@@ -266,6 +271,9 @@ class SandboxSession:
         from gtd.sandbox.domains import DomainRules
         from gtd.sandbox.proxy import FilteringProxy
 
+        from gtd.sandbox.dns import StandInNames
+
+        self._names = StandInNames()
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
         return FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied, resolver=self._resolver)
 
@@ -296,8 +304,31 @@ class SandboxSession:
                 pass  # left out of the sandbox's writable set; the command sees a read-only path
 
     def _popen_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
+        """Start the command under bwrap. If its network could not be set up (the command has not
+        started yet: bwrap waits on --block-fd), start it again; only a repeated failure is reported."""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_bwrap(argv, cwd, env, stdin, stdout, stderr)
+            except _NetworkSetupFailed as exc:
+                if attempt == START_ATTEMPTS - 1:
+                    raise SandboxUnavailable(f"cannot connect the sandbox to its proxy: {exc}. {DOCTOR_HINT}") from exc
+        raise AssertionError("unreachable")
+
+    def _namespace_layout(self):
+        from gtd.sandbox.netns import NamespaceLayout
+
+        forwards = tuple(self.policy.host_loopback_ports)
+        return NamespaceLayout(
+            proxy_port=self.proxy_port,
+            intercept_ports=tuple(p for p in self.policy.intercept_ports if p not in forwards),
+            dns=True,
+            forward_ports=forwards,
+        )
+
+    def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
         from gtd.sandbox.bwrap import render_mounts
-        from gtd.sandbox.netns import listener_in_namespace
+        from gtd.sandbox.gateway import NamespaceGateway
+        from gtd.sandbox.netns import open_namespace_sockets
         from gtd.sandbox.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
@@ -354,13 +385,13 @@ class SandboxSession:
             except OSError:
                 pass  # already gone
             try:
-                listener = listener_in_namespace(int(info["child-pid"]), self.proxy_port)
+                sockets = open_namespace_sockets(int(info["child-pid"]), self._namespace_layout())
             except OSError as exc:
                 _kill_group(proc)
                 proc.wait()
-                raise SandboxUnavailable(f"cannot connect the sandbox to its proxy: {exc}. {DOCTOR_HINT}") from exc
-            self._proxy.serve(listener)
-            self._children.append((proc, listener))
+                raise _NetworkSetupFailed(str(exc)) from exc
+            gateway = NamespaceGateway(sockets, self._proxy, self._names).start()
+            self._children.append((proc, gateway))
             os.write(block_w, b"1")  # let bwrap exec the command
         finally:
             os.close(info_r)
@@ -377,7 +408,11 @@ class SandboxSession:
         self._children = keep
 
     def _stop_listener(self, listener) -> None:
-        if self._proxy is not None and listener is not None:
+        if listener is None:
+            return
+        if hasattr(listener, "close") and not hasattr(listener, "accept"):
+            listener.close()  # a NamespaceGateway
+        elif self._proxy is not None:
             self._proxy.stop_serving(listener)
 
     # -- macOS backend -----------------------------------------------------------------------
@@ -403,6 +438,10 @@ class SandboxSession:
         )
         self._children.append((proc, None))
         return proc
+
+
+class _NetworkSetupFailed(Exception):
+    """The sandbox's network namespace could not be equipped; the command never started."""
 
 
 def open_sandbox(policy: SandboxPolicy, **kw) -> SandboxSession:

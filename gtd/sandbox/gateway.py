@@ -1,0 +1,87 @@
+"""Everything the host serves into one sandboxed process's network namespace.
+
+- the proxy port (HTTP CONNECT / absolute-form / SOCKS5 with the per-run token);
+- intercepted ports: direct connections from clients that ignore proxy variables, decided by the
+  same policy (the proxy's `serve_intercepted`);
+- DNS: stand-in addresses for names, nothing resolved upstream (`dns.py`);
+- host-loopback forwards: 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, only for the
+  ports the policy names (`hostLoopbackPorts`, and a model API configured on the host's loopback).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from gtd.sandbox.dns import DnsResponder, StandInNames
+from gtd.sandbox.netns import NamespaceSockets
+from gtd.sandbox.proxy import FilteringProxy, _pump
+
+
+class NamespaceGateway:
+    def __init__(self, sockets: NamespaceSockets, proxy: FilteringProxy, names: StandInNames):
+        self.sockets = sockets
+        self.proxy = proxy
+        self.names = names
+        self._closed = False
+
+    def start(self) -> "NamespaceGateway":
+        self.proxy.serve(self.sockets.proxy)
+        for listener in self.sockets.intercept:
+            self.proxy.serve_intercepted(listener, self.names.name_for)
+        for sock in self.sockets.dns:
+            threading.Thread(target=self._dns_loop, args=(DnsResponder(sock, self.names),), daemon=True, name="gtd-dns").start()
+        for port, listeners in self.sockets.forwards.items():
+            for listener in listeners:
+                threading.Thread(target=self._forward_loop, args=(listener, port), daemon=True, name="gtd-forward").start()
+        return self
+
+    def close(self) -> None:
+        self._closed = True
+        self.proxy.stop_serving(self.sockets.proxy)
+        for listener in self.sockets.intercept:
+            self.proxy.stop_serving(listener)
+        for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group)]:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it
+            except OSError:
+                pass
+            sock.close()
+
+    def _dns_loop(self, responder: DnsResponder) -> None:
+        while not self._closed:
+            try:
+                responder.handle_one()
+            except OSError:
+                if self._closed or responder.sock.fileno() < 0:
+                    return
+
+    def _forward_loop(self, listener: socket.socket, port: int) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=_forward, args=(conn, port), daemon=True, name="gtd-forward-conn").start()
+
+
+def _forward(conn: socket.socket, port: int) -> None:
+    """Relay one connection to the same port on the host's loopback (IPv4, then IPv6)."""
+    upstream = None
+    try:
+        for address in ("127.0.0.1", "::1"):
+            try:
+                upstream = socket.create_connection((address, port), timeout=10)
+                upstream.settimeout(None)
+                break
+            except OSError:
+                continue
+        if upstream is not None:
+            _pump(conn, upstream)
+    finally:
+        for s in (conn, upstream):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
