@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -95,6 +96,11 @@ def explain(
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
         write("network: only the model API, through gtd's filtering proxy\n")
+    ports = data.get("hostLoopbackPorts") or []
+    write("loopback: 127.0.0.1 and ::1 are the sandbox's own (local servers need no rule)\n")
+    write("host loopback ports (127.0.0.1:PORT inside reaches the host's):"
+          + (" " + ", ".join(map(str, ports)) if ports else " (none; add sandbox.levels.<level>.hostLoopbackPorts)") + "\n")
+    write("direct connections caught on ports: " + ", ".join(map(str, data.get("interceptPorts") or [])) + "\n")
     limits = data["limits"]
     write("limits (each sandboxed command; sandbox.limits):\n")
     for key in ("processes", "memory"):
@@ -136,17 +142,28 @@ def _explain_caches(policy, write) -> None:
         write(f"  {cache.tool}: {cache.path}{origin}\n")
 
 
+PendingJson = Annotated[Optional[Path], typer.Option(
+    "--pending-json", metavar="FILE",
+    help="Write what is left for `gtd approve` to FILE as JSON (status ok or escalation_pending, the requests, "
+         "commandExitCode) and exit with the command's own status, even when requests are pending.",
+)]
+
+
 def run(
     command: Annotated[List[str], typer.Argument(help="The command to run (after `--`).")],
     phase: PhaseOpt = None,
     level: LevelOpt = None,
     directory: opt.Directory = None,
     non_interactive: opt.NonInteractive = False,
+    pending_json: PendingJson = None,
 ) -> None:
     """Run COMMAND inside the sandbox (`gtd sandbox run [--level L] -- CMD ...`); its exit status is passed through.
 
     A connection no rule allows is held while you decide (allow once / save / deny); with no
-    terminal it is refused and saved for `gtd approve`.
+    terminal it is refused and saved for `gtd approve`: gtd then exits 4 and prints the pending
+    requests as JSON on stderr, or, with --pending-json FILE, writes them to FILE and exits with the
+    command's own status. The command's stdout is never touched. Every refusal (a connection, a
+    write the sandbox refused) is shown on stderr as it happens and recorded in `gtd audit`.
 
     Examples:
 
@@ -156,6 +173,7 @@ def run(
       gtd sandbox run --level network -- pip install -r requirements.txt
     """
     from gtd.sandbox.session import open_sandbox
+    from gtd.cli.stderr_tap import StderrTap
 
     policy = _policy(phase, level, directory)
     escalator = _escalator(policy, phase, non_interactive)
@@ -164,26 +182,63 @@ def run(
         write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n", stream=sys.stderr)
     cwd = (directory or Path.cwd()).resolve()
     decider = escalator.network_decider if escalator else None
-    recorder = (lambda v: escalator.audit.record("violation", **v.to_dict())) if escalator else None
-    with open_sandbox(policy, network_decider=decider, on_violation=recorder) as session:
-        proc = session.popen(command, cwd=cwd)
+
+    def on_violation(v) -> None:
+        _show_refusal(v)
+        if escalator:
+            escalator.audit.record("violation", **v.to_dict())
+
+    tap = None if policy.unrestricted else StderrTap()
+    with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session:
+        try:
+            proc = session.popen(command, cwd=cwd, stderr=tap.writer if tap else None)
+        finally:
+            if tap:
+                tap.started()
         try:
             code = proc.wait()
         except KeyboardInterrupt:
             proc.kill()
             code = proc.wait()
-    for v in session.violations:  # after close(): a limit the command ran into is known once it is gone
-        write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail})\n", stream=sys.stderr)
+        if tap:
+            _report_refused_writes(policy, cwd, tap.finish(), session)
     code = code if code >= 0 else 128 - code
-    if escalator and escalator.headless_denied:
+    pending = [request.model_dump(mode="json") for request in escalator.headless_denied] if escalator else []
+    payload = {"status": "escalation_pending" if pending else "ok", "requests": pending, "commandExitCode": code}
+    if pending:
+        payload["hint"] = "run `gtd approve` in a terminal, then run the command again"
+        write(f"gtd sandbox: {len(pending)} request(s) saved for `gtd approve`\n", stream=sys.stderr)
+    if pending_json is not None:
+        from gtd.config.writer import atomic_write
+
+        atomic_write(pending_json.absolute(), json.dumps(payload) + "\n")
+        raise typer.Exit(code)
+    if pending:
         from gtd.exitcodes import ExitCode
 
-        write(f"gtd sandbox: {len(escalator.headless_denied)} request(s) saved for `gtd approve`\n", stream=sys.stderr)
-        pending = [request.model_dump(mode="json") for request in escalator.headless_denied]
-        sys.stdout.write(json.dumps({"status": "escalation_pending", "requests": pending, "commandExitCode": code,
-                                     "hint": "run `gtd approve` in a terminal, then run the command again"}) + "\n")
+        sys.stderr.write(json.dumps(payload) + "\n")
         raise typer.Exit(ExitCode.ESCALATION_PENDING)
     raise typer.Exit(code)
+
+
+def _show_refusal(v) -> None:
+    """A refusal on screen as it happens: what, why, and where to look for the one change that allows it."""
+    why = f"; see `gtd sandbox why {v.target}`" if v.kind in ("network", "write") else ""
+    write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail}){why}\n", stream=sys.stderr)
+
+
+def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None:
+    """Writes the command reported as refused (EROFS/EACCES in its error output) that the policy
+    indeed refuses: reported and audited like the workflow's, with the rule that decided."""
+    from gtd.sandbox.session import Violation
+    from gtd.sandbox.violations import denied_write_paths
+    from gtd.sandbox.why import why_path
+
+    for raw in denied_write_paths(stderr_text):
+        path = Path(raw) if Path(raw).is_absolute() else cwd / raw
+        verdict = why_path(policy, Path(os.path.normpath(path)))
+        if not verdict.allowed:
+            session.record_violation(Violation.now("write", verdict.target, policy.level, verdict.reason))
 
 
 def why(

@@ -36,7 +36,7 @@ def two_registries():
 def _both_asking(spawn_gtd, repo, targets):
     children = []
     for target in targets:
-        child = spawn_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", "--max-time", "60",
+        child = spawn_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "--noproxy", "", "-sS", "--max-time", "60",
                           f"http://{target}/", cwd=repo)
         children.append(child)
     for child, target in zip(children, targets):

@@ -27,7 +27,7 @@ def registry(http_server):
 
 
 def _curl(target):
-    return ["sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", "--max-time", "30", f"http://{target}/"]
+    return ["sandbox", "run", "--level", "readwrite", "--", "curl", "--noproxy", "", "-sS", "--max-time", "30", f"http://{target}/"]
 
 
 def test_project_save_into_an_untrusted_existing_file(repo, registry, spawn_gtd):

@@ -1,6 +1,6 @@
 """Live network escalation: the proxy holds the connection while a person decides in a real terminal.
 
-`gtd sandbox run --level readwrite -- curl http://localhost:PORT/` reaches a loopback test server
+`gtd sandbox run --level readwrite -- curl --noproxy "" http://localhost:PORT/` (through the proxy on purpose: NO_PROXY keeps localhost inside the sandbox) reaches a loopback test server
 only through gtd's proxy. The user config lists the server's IP literal (loopback needs that), but
 not the name `localhost:PORT`, so the proxy asks about the name: a real escalation.
 """
@@ -31,7 +31,7 @@ def registry(http_server):
 
 
 def _curl(target):
-    return ["sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", "--max-time", "30", "-w", " HTTP=%{http_code}\\n",
+    return ["sandbox", "run", "--level", "readwrite", "--", "curl", "--noproxy", "", "-sS", "--max-time", "30", "-w", " HTTP=%{http_code}\\n",
             f"http://{target}/"]
 
 
@@ -96,11 +96,11 @@ def test_save_to_user_keeps_the_file_and_the_next_run_does_not_ask(repo, registr
 def test_headless_denies_exits_4_with_json_then_approve_and_rerun(repo, registry, spawn_gtd):
     result = run_gtd(*_curl(registry), cwd=repo)  # no terminal at all
     assert result.returncode == 4, result.stderr
-    payload = json.loads(result.stdout.splitlines()[-1])
+    payload = json.loads(result.stderr.splitlines()[-1])  # stdout is the command's alone
     assert payload["status"] == "escalation_pending"
     [request] = payload["requests"]
     assert (request["kind"], request["target"], request["level"]) == ("domain", registry, "readwrite")
-    assert "REGISTRY-OK" not in result.stdout
+    assert "REGISTRY-OK" not in result.stdout and "escalation_pending" not in result.stdout
     assert [r.id for r in PendingStore(repo).list()] == [request["id"]]
 
     # --non-interactive in a terminal: still never asks

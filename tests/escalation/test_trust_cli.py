@@ -30,7 +30,7 @@ def _project(repo, levels):
 
 
 def _fetch(repo, target):
-    return run_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", "--max-time", "30",
+    return run_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "--noproxy", "", "-sS", "--max-time", "30",
                    "-w", " HTTP=%{http_code}\\n", f"http://{target}/", cwd=repo)
 
 

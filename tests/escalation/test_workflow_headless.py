@@ -124,7 +124,7 @@ def _build_script():
 def test_build_whose_tests_need_an_unapproved_host_exits_4(repo, registry, spawn_gtd, retries):
     """The test command reaches the (stand-in) registry through the proxy, which asks live: headless denies.
     That ends the build with exit 4 whether or not retries are left (retrying cannot help)."""
-    _configure(repo, _build_script(), testCommand=f"curl -fsS --max-time 30 http://{registry}/", testRetries=retries)
+    _configure(repo, _build_script(), testCommand=f"curl --noproxy '' -fsS --max-time 30 http://{registry}/", testRetries=retries)
     assert run_gtd("plan", cwd=repo).returncode == 0
     before = git(repo, "log", "--format=%s")
     result = run_gtd("build", cwd=repo)

@@ -44,8 +44,37 @@ def test_run_headless_refusal_exits_4_with_the_pending_request(repo):
     r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
                     "curl -s --max-time 5 https://example.com; exit 7", cwd=repo)
     assert r.returncode == 4
-    assert "refused network example.com:443" in r.stderr
-    assert json.loads(r.stdout)["requests"][0]["target"] == "example.com:443"
+    assert "refused network example.com:443 (not approved" in r.stderr  # the reason, on screen
+    assert r.stdout == ""  # the command's stdout stays the command's
+    payload = json.loads(r.stderr.splitlines()[-1])
+    assert payload["requests"][0]["target"] == "example.com:443" and payload["commandExitCode"] == 7
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_run_pending_json_file_keeps_stdout_clean_and_the_commands_exit_code(repo, tmp_path):
+    out = tmp_path / "pending.json"
+    r = gtd_sandbox("run", "--pending-json", str(out), "--level", "readwrite", "--", "sh", "-c",
+                    "echo COMMAND-OUTPUT; curl -s --max-time 5 https://example.com; exit 7", cwd=repo)
+    assert (r.returncode, r.stdout) == (7, "COMMAND-OUTPUT\n")
+    payload = json.loads(out.read_text())
+    assert payload["status"] == "escalation_pending" and payload["commandExitCode"] == 7
+    assert [q["target"] for q in payload["requests"]] == ["example.com:443"]
+    r = gtd_sandbox("run", "--pending-json", str(out), "--level", "readwrite", "--", "true", cwd=repo)
+    assert r.returncode == 0 and json.loads(out.read_text()) == {"status": "ok", "requests": [], "commandExitCode": 0}
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_run_reports_and_audits_a_refused_write(repo):
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
+                    "echo x > .git/hooks/pre-commit; echo y > allowed.txt; exit 3", cwd=repo)
+    assert r.returncode == 3 and (repo / "allowed.txt").exists()
+    hook = repo / ".git/hooks/pre-commit"
+    assert f"gtd sandbox: refused write {hook} (protected:" in r.stderr
+    audit = subprocess.run([sys.executable, "-m", "gtd", "audit", "--json"], cwd=repo, capture_output=True, text=True)
+    entries = json.loads(audit.stdout)
+    assert any(e.get("event") == "violation" and e.get("kind") == "write" and e.get("target") == str(hook) for e in entries), audit.stdout
 
 
 @requires_bwrap
