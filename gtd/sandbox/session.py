@@ -29,10 +29,12 @@ from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-SOCKS_VARS = ("ALL_PROXY", "all_proxy")
+# No ALL_PROXY: clients read it as "SOCKS for everything" and some then fail outright (httpx, and so
+# the Python SDKs built on it, without the optional socksio). The SOCKS5 endpoint stays on the proxy
+# port for clients configured to use it; other protocols are caught on the intercepted ports.
 # Loopback inside the sandbox is the sandbox's own: every client connects there directly. Spelled
 # for each client's matcher: exact names (Python, wget), suffixes (`.localhost`), CIDR (curl, Go).
-NO_PROXY = "localhost,.localhost,127.0.0.1,127.0.0.0/8,::1,[::1]"
+NO_PROXY = "localhost,.localhost,127.0.0.1,127.0.0.0/8,::1"  # no "[::1]": httpx rejects it
 START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started again (it has not run anything)
 DOCTOR_HINT = "Run `gtd doctor` for details."
 
@@ -236,8 +238,6 @@ class SandboxSession:
         host = "127.0.0.1"
         for key in PROXY_VARS:
             env[key] = f"http://gtd:{self.token}@{host}:{self.proxy_port}"
-        for key in SOCKS_VARS:
-            env[key] = f"socks5h://gtd:{self.token}@{host}:{self.proxy_port}"
         env["NO_PROXY"] = env["no_proxy"] = NO_PROXY
         for key in self.policy.env_passthrough:
             if key in os.environ:
@@ -310,7 +310,7 @@ class SandboxSession:
             try:
                 return self._start_bwrap(argv, cwd, env, stdin, stdout, stderr)
             except _NetworkSetupFailed as exc:
-                if attempt == START_ATTEMPTS - 1:
+                if attempt == START_ATTEMPTS - 1 or not exc.retryable:
                     raise SandboxUnavailable(f"cannot connect the sandbox to its proxy: {exc}. {DOCTOR_HINT}") from exc
         raise AssertionError("unreachable")
 
@@ -389,7 +389,8 @@ class SandboxSession:
             except OSError as exc:
                 _kill_group(proc)
                 proc.wait()
-                raise _NetworkSetupFailed(str(exc)) from exc
+                # A relayed stdin has started flowing into the dead sandbox: starting again would lose it.
+                raise _NetworkSetupFailed(str(exc), retryable=relay.stdin is stdin) from exc
             gateway = NamespaceGateway(sockets, self._proxy, self._names).start()
             self._children.append((proc, gateway))
             os.write(block_w, b"1")  # let bwrap exec the command
@@ -442,6 +443,10 @@ class SandboxSession:
 
 class _NetworkSetupFailed(Exception):
     """The sandbox's network namespace could not be equipped; the command never started."""
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def open_sandbox(policy: SandboxPolicy, **kw) -> SandboxSession:

@@ -41,7 +41,7 @@ def test_download_via_https_connect_tunnel_and_socks5(sandbox, repo, http_server
     # CONNECT carries any TCP stream; a plain-HTTP server behind it proves the tunnel is transparent.
     s = sandbox(Level.NETWORK, config=_config(http_server), resolver=_resolver)
     url = f"http://{REGISTRY}:{http_server}/x"
-    r = sh(s, f"curl -sS --max-time 10 -p {url} | head -c 17; echo; curl -sS --max-time 10 -x \"$ALL_PROXY\" {url} | head -c 17", repo)
+    r = sh(s, f"curl -sS --max-time 10 -p {url} | head -c 17; echo; curl -sS --max-time 10 -x \"$(echo $HTTP_PROXY | sed s/^http:/socks5h:/)\" {url} | head -c 17", repo)
     assert r.out.split() == ["PACKAGE-CONTENTS-", "PACKAGE-CONTENTS-"], r.err
 
 
