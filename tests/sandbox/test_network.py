@@ -238,3 +238,22 @@ def test_host_loopback_is_reached_only_through_its_explicit_rule(sandbox, repo, 
     assert s.violations == []
     s = sandbox(Level.READONLY, config=cfg)  # a level's rules hold for the levels above it, not below
     assert "PACKAGE" not in sh(s, fetch, repo).out
+
+
+def test_allow_once_reaches_a_name_whose_address_is_private_but_star_does_not():
+    """The person saw the name they allowed; `*` alone must not open the LAN (DNS rebinding)."""
+    from gtd.sandbox.domains import DomainRules
+    from gtd.sandbox.proxy import FilteringProxy
+
+    dialled = []
+    resolver = lambda host, port: dialled.append(host) or ["192.0.2.10"]  # noqa: E731 - not globally routable
+    approved = FilteringProxy(DomainRules.parse([], []), "t", ask=lambda h, p: True, resolver=resolver, connect_timeout=0.2)
+    verdict = approved.authorize("intranet.test", 8080)
+    assert not verdict.denied and verdict.reason.startswith("cannot connect to 192.0.2.10:8080"), verdict
+    star = FilteringProxy(DomainRules.parse(["*"], []), "t", resolver=resolver, connect_timeout=0.2)
+    verdict = star.authorize("intranet.test", 8080)
+    assert verdict.denied and verdict.reason == "resolves to 192.0.2.10 (private network address)"
+    asked = []
+    loop = FilteringProxy(DomainRules.parse([], []), "t", ask=lambda h, p: asked.append(h) or True, resolver=resolver)
+    verdict = loop.authorize("127.0.0.1", 5432)  # a loopback literal is never offered for approval
+    assert verdict.denied and asked == [] and "hostLoopbackPorts" in verdict.reason
