@@ -65,6 +65,13 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
     if policy.unrestricted:
         return Verdict(shown, True, f"level {level} runs without a sandbox")
     rules = DomainRules.parse(policy.reachable, policy.deny_domains)
+    if host.strip("[]").lower() in ("localhost", "::1") or host.startswith("127."):
+        if port in policy.host_loopback_ports:
+            return Verdict(shown, True, "forwarded to the same port on the host's loopback",
+                           f"hostLoopbackPorts: {port}")
+        return Verdict(shown, True, "the sandbox's own loopback: a server a command starts there is reached "
+                       f"directly; to reach the host's {shown} instead, add {port} to "
+                       f"sandbox.levels.{level}.hostLoopbackPorts")
     decision = rules.decide(host, port)
     if decision == "deny":
         rule = next(r for r in rules.deny if r.matches(host, port))

@@ -67,3 +67,11 @@ def test_cli_json_and_exit_status(repo):
     assert data["allowed"] is False and data["rule"] == str(repo / ".git" / "config")
     allowed = run_gtd("sandbox", "why", "README.md", "--phase", "build", cwd=repo)
     assert allowed.returncode == 0 and allowed.stdout.startswith("ALLOWED")
+
+
+def test_loopback_is_the_sandboxs_own_unless_a_host_loopback_port_forwards_it(repo):
+    v = why(policy_for(repo, level=Level.READWRITE), "127.0.0.1:5432", repo)
+    assert v.allowed and "sandbox's own loopback" in v.reason and "sandbox.levels.readwrite.hostLoopbackPorts" in v.reason
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"hostLoopbackPorts": [5432]}}}})
+    v = why(build_policy(config, workspace=repo, home=Path.home(), level=Level.READWRITE), "localhost:5432", repo)
+    assert v.allowed and v.rule == "hostLoopbackPorts: 5432" and "host's loopback" in v.reason
