@@ -191,7 +191,8 @@ def run(
     tap = None if policy.unrestricted else StderrTap()
     with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session:
         try:
-            proc = session.popen(command, cwd=cwd, stderr=tap.writer if tap else None)
+            proc = session.popen(command, cwd=cwd, stdout=tap.writer if tap and tap.merged else None,
+                                 stderr=tap.writer if tap else None)
         finally:
             if tap:
                 tap.started()

@@ -1,7 +1,7 @@
 """The sandboxed command's stderr, passed through to gtd's own stderr as it comes, and kept so gtd
 can find the writes the sandbox refused (the kernel's EROFS/EACCES only shows in the command's
 error text). On a terminal the command gets a pseudo-terminal, so it still sees a tty (colours,
-progress bars); otherwise a pipe.
+progress bars); otherwise a pipe, shared with stdout when both are the same file (`> log 2>&1`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,22 @@ import threading
 KEEP_BYTES = 256 * 1024  # the tail that is scanned for refused writes
 
 
+def _same_file(a: int, b: int) -> bool:
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 class StderrTap:
     def __init__(self) -> None:
         try:
             self._tty = os.isatty(sys.stderr.fileno())
         except (OSError, ValueError):
             self._tty = False
+        # `> log 2>&1`: stdout and stderr are one file, so they share one pipe (and keep their order).
+        self.merged = not self._tty and _same_file(1, 2)
         if self._tty:
             import pty
             import termios

@@ -263,8 +263,8 @@ def build_policy(
         limits=ResourceLimits.from_config(config.sandbox.limits),
         registries=registries,
         credential_hosts=_unique(h.lower() for h in config.sandbox.registry_credentials),
-        host_loopback_ports=tuple(sorted({p for lv in below for p in levels.for_level(lv).host_loopback_ports}
-                                         | set(loopback_ports(needs.model_hosts)))),
+        host_loopback_ports=tuple(sorted(({p for lv in below for p in levels.for_level(lv).host_loopback_ports}
+                                          | set(loopback_ports(needs.model_hosts))) - {RESERVED_PORTS[0]})),
         intercept_ports=tuple(sorted(set(config.sandbox.intercept_ports) - set(RESERVED_PORTS))),
     )
 
