@@ -47,7 +47,8 @@ def test_the_build_phase_shows_the_hint_and_asks_for_no_host(repo, npm_registry,
     user_config = isolated_home / ".config" / "gtd" / "config.toml"
     user_config.parent.mkdir(parents=True, exist_ok=True)
     user_config.write_text(f'[sandbox.phases]\nbuild = "network"\n[sandbox.levels.network]\n'
-                           f'allowDomains = ["127.0.0.1:{npm_registry.port}"]\n')
+                           f'allowDomains = ["127.0.0.1:{npm_registry.port}"]\n'
+                           f'hostLoopbackPorts = [{npm_registry.port}]\n')  # 127.0.0.1 inside is the sandbox's own
     script = repo.parent / "script.json"
     script.write_text(json.dumps({
         "plan": [{"actions": [{"write": {"path": "TODO.md", "content":
