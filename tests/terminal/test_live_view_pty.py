@@ -62,7 +62,8 @@ def test_an_approval_wait_longer_than_the_inactivity_limit_never_stops_the_agent
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{registry_port}"]\n')
     target = f"localhost:{registry_port}"
-    _setup(repo, [{"shell": f"curl -sS --max-time 60 http://{target}/ > fetched.txt"}],
+    # --noproxy '': through the proxy on purpose (NO_PROXY keeps localhost inside the sandbox).
+    _setup(repo, [{"shell": f"curl --noproxy '' -sS --max-time 60 http://{target}/ > fetched.txt"}],
            timeouts=FAST_LIMITS)
     screen = terminal("build", cwd=repo)
     child = screen.child
