@@ -25,7 +25,7 @@ from gtd.config.writer import atomic_write
 from gtd.paths import user_state_dir
 
 TRUST_FILE = "trust.json"
-LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths"}
+LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
 
 
 def file_digest(path: Path) -> str:

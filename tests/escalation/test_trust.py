@@ -140,3 +140,14 @@ def test_registry_credentials_in_a_project_file_count_only_once_trusted(repo):
     assert _load(repo).config.sandbox.registry_credentials == []
     TrustStore().trust(repo / ".gtdrc.json")
     assert _load(repo).config.sandbox.registry_credentials == ["npm.corp.example"]
+
+
+def test_a_host_loopback_port_in_a_project_file_counts_only_once_trusted(repo):
+    """Reaching the host's own services (a database on its loopback) is loosening, like a domain."""
+    layer = {"sandbox": {"levels": {"readwrite": {"hostLoopbackPorts": [5432]}}}}
+    assert loosening_entries(layer) == ["sandbox.levels.readwrite.hostLoopbackPorts: 5432"]
+    _write(repo, layer)
+    loaded = _load(repo)
+    assert loaded.config.sandbox.levels.readwrite.host_loopback_ports == []
+    assert any("hostLoopbackPorts: 5432" in w for w in loaded.warnings)
+    assert loosening_entries({"sandbox": {"interceptPorts": [8443]}}) == []  # catches more clients, allows nothing new
