@@ -217,7 +217,7 @@ def run(
     if pending:
         from gtd.exitcodes import ExitCode
 
-        sys.stderr.write(json.dumps(payload) + "\n")
+        write(json.dumps(payload) + "\n", stream=sys.stderr)  # ASCII JSON: nothing to escape
         raise typer.Exit(ExitCode.ESCALATION_PENDING)
     raise typer.Exit(code)
 

@@ -167,7 +167,9 @@ def test_demo_command_runs_the_embedded_script(tmp_path):
 
 def test_network_failure_without_a_host_asks_for_the_network_level(repo):
     good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}}]}
-    command = "python3 -c \"import socket; socket.getaddrinfo('mirror', 443)\""
+    # Lookups succeed inside the sandbox (gtd's stand-in DNS), so the failure a tool prints about an
+    # unreachable network is printed as such a tool would.
+    command = "echo 'ping: mirror: Temporary failure in name resolution' >&2; exit 2"
     setup_repo(repo, write_script(repo, [good]), test_command=command)
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0
