@@ -1,11 +1,25 @@
 """Render a SandboxPolicy as bubblewrap arguments (the Linux backend's filesystem half).
 
 Mount order is the policy: the whole root read-only, a private /tmp, writable roots bound
-read-write, then every *ancestor* of a protected path inside a writable root bound onto itself
-(a mount point cannot be renamed or removed: EBUSY, so `mv .git .git2 && mkdir .git` is refused),
-then protected paths read-only on top (deny beats allow; also stops hard links: EXDEV across
-mounts), a read-only /dev/null placeholder on the first missing component of a protected path
-(it cannot be created), and finally denied reads hidden (empty read-only tmpfs or /dev/null).
+read-write, then every *ancestor* of a protected or hidden path inside a writable root bound onto
+itself (a mount point cannot be renamed or removed: EBUSY, so neither `mv .git .git2 && mkdir .git`
+nor `mv secrets s2 && cat s2/key` works), then protected paths read-only on top (deny beats allow;
+also stops hard links: EXDEV across mounts), and finally denied reads hidden (an empty tmpfs or
+/dev/null). A writable path configured *below* a hidden directory is bound again on top of it.
+
+Writable roots are checked after resolving them and bound through a file descriptor opened on
+the checked path (`--bind-fd`): a writable path inside the workspace that is or becomes a symlink
+is refused (SandboxUnavailable naming it), and swapping a path component between the check and
+the mount cannot redirect the bind.
+
+A missing protected path gets no mount at all inside the workspace, so the sandbox sees the same
+work tree as the host (no phantom files for git, rg, find or cp): it is *watched* instead, and if
+it exists after the run it is quarantined (see placeholders.py). Outside the workspace (a writable
+part of HOME) it gets a read-only /dev/null placeholder, which bwrap creates on the host as a
+mount point and gtd removes when the last session ends, or at the next start after a crash.
+
+Each git dir in a writable root is one protected path, mounted read-only as a whole (see
+protected.py): nothing under it, existing or not, can be created or changed below level full.
 
 A writable file in an otherwise read-only workspace root (TODO.md at readonly) gets a *sealed*
 root: a mode-0555 tmpfs mirroring the root's entries read-only. Creating a sibling there fails
@@ -17,9 +31,11 @@ manages to put in the sealed root itself lives in that tmpfs and vanishes with t
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gtd.errors import SandboxUnavailable
 from gtd.sandbox.policy import SandboxPolicy
 
 BASE_ARGS = (
@@ -48,6 +64,22 @@ BASE_ARGS = (
 class MountPlan:
     args: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)  # created on the host by bwrap as mount points
+    watched: list[Path] = field(default_factory=list)  # missing protected paths in the workspace: must stay missing
+    fds: list[int] = field(default_factory=list)  # for bwrap's --bind-fd / --ro-bind-data: pass, then close()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds.clear()
+
+
+@dataclass(frozen=True)
+class WritableRoot:
+    spelled: Path
+    real: Path
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -84,6 +116,72 @@ def _first_problem(path: Path, root: Path) -> tuple[str, Path]:
     return "ok", path
 
 
+def _symlink_in(path: Path, root: Path) -> Path | None:
+    """The first component of `path` below `root` (root itself included) that is a symlink."""
+    current = root
+    if os.path.islink(current):
+        return current
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if os.path.islink(current):
+            return current
+    return None
+
+
+def unsafe_writable(path: Path, link: Path) -> SandboxUnavailable:
+    target = os.readlink(link) if os.path.islink(link) else "?"
+    return SandboxUnavailable(
+        f"refusing to make {path} writable: {link} is a symlink (-> {target}) inside the workspace, so the "
+        f"sandbox would write wherever it points. Replace the symlink by the real file or directory "
+        f"(or remove {path} from sandbox.levels.*.writablePaths)."
+    )
+
+
+def _open_checked(real: Path) -> int | None:
+    """An O_PATH descriptor on `real` (fully resolved), refused if it moved since it was resolved."""
+    try:
+        fd = os.open(real, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) or os.readlink(f"/proc/self/fd/{fd}") != str(real):
+            os.close(fd)
+            return None
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
+    """The policy's writable paths that exist, resolved and checked.
+
+    Raises SandboxUnavailable for a writable path inside the workspace that resolves elsewhere (a
+    symlinked TODO.md, AGENTS.md or configured path). Drops paths that resolve into a protected path
+    (deny beats allow) or reach a hidden path through a symlink; keeps a writable path spelled below
+    a hidden directory (the more specific rule, shown by `gtd sandbox explain`).
+    """
+    roots: list[WritableRoot] = []
+    for w in policy.writable:
+        if not os.path.lexists(w):
+            continue  # missing and not created by the session: stays read-only
+        if _inside(w, policy.workspace):
+            link = _symlink_in(w, policy.workspace)
+            if link is not None:
+                raise unsafe_writable(w, link)
+            real = w
+        else:
+            real = Path(os.path.realpath(w))
+        if any(_inside(w, p) or _inside(real, p) for p in policy.protected):
+            continue
+        if any(_inside(real, Path(os.path.realpath(d))) and not _strictly_inside(w, d) for d in policy.deny_read
+               if os.path.lexists(d)):
+            continue
+        roots.append(WritableRoot(w, real))
+    return list({r.real: r for r in roots}.values())
+
+
 def _sealed_root(workspace: Path, writable: list[Path]) -> Path | None:
     """The workspace, when it is read-only yet holds a writable file directly (the phase's file)."""
     if any(_inside(workspace, w) for w in writable):
@@ -103,22 +201,37 @@ def _mirrored_entries(root: Path, writable: list[Path]) -> list[Path]:
     return [root / name for name in sorted(names) if root / name not in keep]
 
 
+def _data_fd(data: bytes) -> int:
+    """A readable descriptor holding `data` (bwrap copies it into the sandbox)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, data)
+    finally:
+        os.close(w)
+    return r
+
+
 def render_mounts(policy: SandboxPolicy) -> MountPlan:
-    """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks); changes nothing."""
+    """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks) and opens
+    descriptors on the writable roots (close the plan after spawning bwrap); creates nothing."""
     plan = MountPlan(args=list(BASE_ARGS))
+    try:
+        _render(policy, plan)
+    except BaseException:
+        plan.close()
+        raise
+    return plan
+
+
+def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
+    from gtd.sandbox.gitshim import SCRIPT, SHIM_DIR
+
     tmp = Path("/tmp")
-    protected = list(policy.protected)
-    # A writable path inside a protected or denied one stays protected/denied.
-    writable = [
-        w
-        for w in policy.writable
-        if os.path.lexists(w)
-        and not any(_inside(w, p) for p in protected)
-        and not any(_inside(w, d) for d in policy.deny_read)
-    ]
-    writable = [Path(os.path.realpath(w)) for w in writable]
+    roots = writable_roots(policy)
+    writable = [r.real for r in roots]
 
     ops: list[tuple[int, int, list[str]]] = []  # (depth, order, args): parents first, then by kind
+    tail: list[str] = []  # paths remounted read-only after every mount (remounting a hidden tmpfs read-only once binds below it exist)
 
     def add(path: Path, order: int, *args: str) -> None:
         ops.append((len(path.parts), order, list(args)))
@@ -135,19 +248,39 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
     for root in (policy.home, policy.workspace, *policy.runtime_roots):
         if _strictly_inside(root, tmp) and root.exists() and root != sealed:
             add(root, 0, "--ro-bind", str(root), str(root))
-    for w in writable:
-        add(w, 1, "--bind", str(w), str(w))
+    for root in roots:
+        fd = _open_checked(root.real)
+        if fd is None:
+            if _inside(root.spelled, policy.workspace):
+                raise unsafe_writable(root.spelled, root.spelled)
+            continue
+        plan.fds.append(fd)
+        add(root.real, 1, "--bind-fd", str(fd), str(root.real))
 
     seen_ancestors: set[Path] = set()
+
+    def bind_ancestors(p: Path, root: Path) -> None:
+        """Ancestors of p strictly inside root, each bound onto itself: they cannot be renamed."""
+        for anc in list(p.parents):
+            if not _strictly_inside(anc, root) or anc in seen_ancestors or _has_ancestor_in(str(anc), protected_set, self_too=True):
+                continue
+            if os.path.isdir(anc) and not os.path.islink(anc):
+                seen_ancestors.add(anc)
+                add(anc, 2, "--bind", str(anc), str(anc))
+
+    def root_of(p: Path) -> Path | None:
+        inside = [w for w in writable if _strictly_inside(p, w)]
+        return max(inside, key=lambda w: len(w.parts)) if inside else None
+
     targets: list[Path] = []
     # A protected path inside another protected path is covered by the outer mount.
+    protected = list(policy.protected)
     protected_set = {str(p) for p in protected}
     protected = [p for p in protected if not _has_ancestor_in(str(p), protected_set)]
     for p in protected:
-        roots = [w for w in writable if _strictly_inside(p, w)]
-        if not roots:
+        root = root_of(p)
+        if root is None:
             continue  # outside every writable root: already read-only
-        root = max(roots, key=lambda w: len(w.parts))
         state, where = _first_problem(p, root)
         if state == "symlink":
             # A symlink cannot carry a mount; protect the directory holding it and its target.
@@ -159,14 +292,11 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
                 add(p, 3, "--ro-bind", str(p), str(p))
                 continue
             state = "ok"
-        for anc in list(p.parents):
-            if not _strictly_inside(anc, root) or anc in seen_ancestors or _has_ancestor_in(str(anc), protected_set, self_too=True):
-                continue
-            if os.path.isdir(anc) and not os.path.islink(anc):
-                seen_ancestors.add(anc)
-                add(anc, 2, "--bind", str(anc), str(anc))
+        bind_ancestors(p, root)
         if state == "ok":
             add(p, 3, "--ro-bind", str(p), str(p))
+        elif _inside(where, policy.workspace):
+            plan.watched.append(where)
         else:
             add(where, 3, "--ro-bind", "/dev/null", str(where))
             plan.placeholders.append(where)
@@ -178,8 +308,12 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
         if not os.path.lexists(d):
             continue  # nothing to read; HOME and the workspace are not writable where it could appear
         real = Path(os.path.realpath(d))
+        root = root_of(real)
+        if root is not None:
+            bind_ancestors(real, root)
         if real.is_dir():
-            add(real, 4, "--tmpfs", str(real), "--remount-ro", str(real))
+            add(real, 4, "--tmpfs", str(real))
+            tail.append(str(real))
         elif real.exists():
             add(real, 4, "--ro-bind", "/dev/null", str(real))
 
@@ -190,5 +324,10 @@ def render_mounts(policy: SandboxPolicy) -> MountPlan:
         if key not in seen:
             seen.add(key)
             plan.args += args
+    for path in dict.fromkeys(tail):
+        plan.args += ["--remount-ro", path]
+    shim = _data_fd(SCRIPT.encode())
+    plan.fds.append(shim)
+    plan.args += ["--perms", "0555", "--ro-bind-data", str(shim), f"{SHIM_DIR}/git"]
     plan.placeholders = list(dict.fromkeys(plan.placeholders))
-    return plan
+    plan.watched = list(dict.fromkeys(plan.watched))

@@ -1,10 +1,20 @@
-"""Bookkeeping for the empty files bwrap leaves as mount points of missing protected paths.
+"""What a sandbox session leaves to check or clean on the host, kept across crashes.
 
-bwrap creates a mount point on the host (through the writable bind) for each read-only
-placeholder. They are removed when the *last* sandbox session on that workspace ends: removing a
-mount point on the host while another sandbox still uses it would silently unmount it there (Linux
-detaches mounts of unlinked dentries in other namespaces), re-opening the path to that agent.
-Sessions hold a shared lock while running; whoever can upgrade it to exclusive at close cleans up.
+Three kinds of paths, recorded per workspace in gtd's locks dir (outside every sandbox):
+
+- `placeholder`: an empty file bwrap created on the host as the mount point of a missing protected
+  path *outside* the workspace (a writable part of HOME). Removed when still an empty regular file.
+- `created`: the phase's own file, created empty so it could be bound (TODO.md at readonly).
+  Removed when the agent left it empty.
+- `watched`: a protected path inside the workspace that was missing when a command started. It gets
+  no mount (a mount point would be a phantom file in the work tree), so if it exists afterwards the
+  agent planted it: it is moved to the project's quarantine dir and reported.
+
+All of this happens when the *last* session on the workspace ends: removing a mount point on the
+host while another sandbox still uses it would silently unmount it there (Linux detaches mounts of
+unlinked dentries in other namespaces). Sessions hold a shared lock while running; whoever can take
+it exclusively cleans up: at close, or at the next start when a session was killed (kill -9 of gtd)
+and left its list behind.
 """
 
 from __future__ import annotations
@@ -12,9 +22,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from pathlib import Path
 
 from gtd import paths
+
+KINDS = ("placeholder", "created", "watched")
 
 
 class PlaceholderRegistry:
@@ -22,66 +35,100 @@ class PlaceholderRegistry:
         base = paths.locks_dir()
         base.mkdir(parents=True, exist_ok=True)
         key = paths.project_key(workspace)
+        self.workspace = workspace
         self._active_path = base / f"sandbox-{key}.active"
         self._list_path = base / f"sandbox-{key}.placeholders.json"
         self._list_lock_path = base / f"sandbox-{key}.placeholders.lock"
         self._active_fd: int | None = None
 
-    def enter(self) -> None:
+    def enter(self) -> list[tuple[Path, str]]:
+        """Join the running sessions. When none is running, first settle what a killed session left:
+        returns (path, what happened) for each path that needed it."""
         self._active_fd = os.open(self._active_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        settled: list[tuple[Path, str]] = []
+        try:
+            fcntl.flock(self._active_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass  # other sessions are running: the last of them settles the list
+        else:
+            settled = self._settle()
         fcntl.flock(self._active_fd, fcntl.LOCK_SH)
+        return settled
 
-    def add(self, created: list[Path]) -> None:
-        if not created:
+    def add(self, created: list[Path] = (), *, placeholders: list[Path] = (), watched: list[Path] = ()) -> None:
+        entries = {**{str(p): "created" for p in created}, **{str(p): "placeholder" for p in placeholders},
+                   **{str(p): "watched" for p in watched}}
+        if not entries:
             return
         with self._locked_list() as items:
-            items.update(str(p) for p in created)
+            for path, kind in entries.items():
+                items.setdefault(path, kind)
 
-    def exit(self) -> list[Path]:
-        """Release this session; if it was the last one, remove placeholders that are still empty files."""
-        removed: list[Path] = []
+    def exit(self) -> list[tuple[Path, str]]:
+        """Release this session; if it was the last one, settle the list (see the module doc)."""
+        settled: list[tuple[Path, str]] = []
         if self._active_fd is None:
-            return removed
+            return settled
         try:
             fcntl.flock(self._active_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(self._active_fd)  # another session is running: it cleans up later
             self._active_fd = None
-            return removed
+            return settled
         try:
-            with self._locked_list() as items:
-                for item in sorted(items, key=len, reverse=True):
-                    p = Path(item)
-                    try:
-                        st = p.lstat()
-                        if p.is_file() and not p.is_symlink() and st.st_size == 0:
-                            p.unlink()
-                            removed.append(p)
-                    except OSError:
-                        pass
-                items.clear()
+            settled = self._settle()
         finally:
             os.close(self._active_fd)
             self._active_fd = None
-        return removed
+        return settled
+
+    def _settle(self) -> list[tuple[Path, str]]:
+        from gtd.sandbox.gitguard import quarantine
+
+        done: list[tuple[Path, str]] = []
+        with self._locked_list() as items:
+            planted = [Path(p) for p, kind in items.items() if kind == "watched" and os.path.lexists(p)]
+            for item, kind in sorted(items.items(), key=lambda kv: len(kv[0]), reverse=True):
+                if kind == "watched":
+                    continue
+                p = Path(item)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                    try:
+                        p.unlink()
+                        done.append((p, f"removed the empty {kind} file"))
+                    except OSError:
+                        pass
+            if planted:
+                into = paths.project_state_dir(self.workspace) / "quarantine"
+                for path, what in quarantine(planted, self.workspace, into):
+                    done.append((path, what.replace("planted git metadata", "created a protected path")))
+            items.clear()
+        return done
 
     class _List:
         def __init__(self, reg: "PlaceholderRegistry"):
             self.reg = reg
 
-        def __enter__(self) -> set[str]:
+        def __enter__(self) -> dict[str, str]:
             self.fd = os.open(self.reg._list_lock_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             try:
-                self.items = set(json.loads(self.reg._list_path.read_text()))
+                data = json.loads(self.reg._list_path.read_text())
             except (OSError, ValueError):
-                self.items = set()
+                data = {}
+            if isinstance(data, list):  # the format before `watched`: every entry was a placeholder
+                data = {str(p): "placeholder" for p in data}
+            self.items = {str(k): v for k, v in data.items() if v in KINDS} if isinstance(data, dict) else {}
             return self.items
 
         def __exit__(self, *exc) -> None:
             try:
                 tmp = self.reg._list_path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(sorted(self.items)))
+                tmp.write_text(json.dumps(self.items, sort_keys=True))
                 os.replace(tmp, self.reg._list_path)
             finally:
                 os.close(self.fd)

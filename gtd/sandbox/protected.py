@@ -29,6 +29,39 @@ SHELL_RC_NAMES = (
     ".profile",
 )
 
+# Git hook managers, in every spelling they read: the hook the host's next commit runs executes
+# whatever these name. package.json keys (simple-git-hooks, yorkie, ghooks, husky v4) are *not*
+# protected: the agent edits package.json for ordinary work, and those managers only install hooks
+# into the (read-only) git dir when the host runs `npm install` -- see the README's residual risks.
+_LEFTHOOK_STEMS = ("lefthook", ".lefthook", "lefthook-local", ".lefthook-local", ".config/lefthook")
+HOOK_MANAGER_NAMES = (
+    ".husky",
+    ".githooks", ".git-hooks",  # the usual core.hooksPath directories, configured or not
+    *(f"{stem}.{ext}" for stem in _LEFTHOOK_STEMS for ext in ("yml", "yaml", "json", "jsonc", "toml")),
+    ".lefthook", ".lefthook-local",  # lefthook's script dirs
+    ".pre-commit-config.yaml", ".pre-commit-config.yml", ".pre-commit-hooks.yaml",
+    *(f"{p}simple-git-hooks.{ext}" for p in (".", "") for ext in ("js", "cjs", "mjs", "json")),
+    ".overcommit.yml",
+    # run by those hooks: lint-staged and commitlint configs are executed (JS) or name commands
+    ".lintstagedrc", *(f".lintstagedrc.{ext}" for ext in ("json", "yaml", "yml", "js", "cjs", "mjs")),
+    *(f"lint-staged.config.{ext}" for ext in ("js", "cjs", "mjs", "ts")),
+    ".commitlintrc", *(f".commitlintrc.{ext}" for ext in ("json", "yaml", "yml", "js", "cjs", "mjs", "ts", "cts")),
+    *(f"commitlint.config.{ext}" for ext in ("js", "cjs", "mjs", "ts", "cts")),
+)
+
+# Agent CLIs' project config (settings, hooks, MCP servers, commands they run), whether or not the
+# CLI is installed: a later unsandboxed session of that CLI trusts them.
+AGENT_CONFIG_NAMES = (
+    ".claude", ".mcp.json", "CLAUDE.local.md",  # Claude Code
+    "opencode.json", "opencode.jsonc", ".opencode",  # opencode
+    ".pi",  # pi
+    ".codex", "AGENTS.override.md",  # Codex CLI (AGENTS.override.md replaces AGENTS.md for it)
+    ".gemini",  # Gemini CLI
+    ".cursor",  # Cursor
+    ".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json",  # aider (lint/test cmds)
+    ".continue", ".windsurf", ".amazonq", ".kiro", ".roo", ".junie", ".goose",
+)
+
 # Relative to the workspace root (and any nested repository's work tree).
 REPO_PROTECTED_NAMES = (
     ".gitmodules",
@@ -44,20 +77,12 @@ REPO_PROTECTED_NAMES = (
     ".vscode",
     ".idea",
     ".zed",
-    ".cursor",
     ".devcontainer",
-    ".claude",
-    ".mcp.json",
-    "CLAUDE.local.md",
-    "opencode.json",
-    "opencode.jsonc",
-    ".opencode",
-    ".pi",
-    ".pre-commit-config.yaml",  # run by a pre-commit hook when the host commits
-    "lefthook.yml",
-    ".lefthook.yml",
-    ".husky",
     ".gtdrc.json",
+    *HOOK_MANAGER_NAMES,
+    *AGENT_CONFIG_NAMES,
+    # mise runs [hooks]/[env] of a trusted config on `cd`
+    "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", ".config/mise",
 )
 
 # Relative to HOME: only matters where a config layer or provider makes part of HOME writable.
@@ -117,24 +142,45 @@ HOME_PROTECTED_NAMES = (
     ".xprofile",
     ".xsessionrc",
     ".xinitrc",
+    ".xsession",
+    ".git",  # a repository at ~ (dotfiles): its hooks and config run on every git command below ~
+    ".bash_aliases", ".bashrc.d", ".profile.d", ".zshrc.d", ".config/zsh", ".oh-my-zsh", ".zprezto", ".zinit",
+    ".local/share/zinit", ".zplug", ".antigen", ".bash_it", ".p10k.zsh", ".config/starship.toml",
+    ".config/nushell", ".config/powershell", ".xonshrc", ".direnvrc",
+    "bin", ".bin",  # on PATH through the default ~/.profile
+    ".tmux", ".config/tmux", ".screenrc",
+    ".vim", ".config/vim", ".local/share/nvim", ".emacs.el", ".config/emacs", ".doom.d", ".config/doom",
+    ".config/helix", ".config/zed", ".vscode", ".vscode-server", ".cursor", ".nanorc",
+    ".gdbinit", ".config/gdb", ".lldbinit", ".irbrc", ".pryrc", ".Rprofile", ".psqlrc", ".jupyter",
+    # version managers: shims and init scripts the host's shell puts first on PATH
+    ".pyenv/shims", ".pyenv/bin", ".pyenv/libexec", ".pyenv/plugins", ".pyenv/version",
+    ".rbenv/shims", ".rbenv/bin", ".rbenv/plugins", ".nodenv/shims", ".goenv/shims", ".jenv",
+    ".nvm/nvm.sh", ".nvm/bash_completion", ".nvm/alias",
+    ".asdf/shims", ".asdf/bin", ".asdf/lib", ".asdf/plugins", ".asdf/asdf.sh", ".tool-versions", ".asdfrc",
+    ".volta/bin", ".local/share/mise", ".config/mise", ".sdkman/bin", ".sdkman/etc",
+    ".cargo/env", ".rustup/settings.toml", ".deno/bin", ".bun/bin", ".local/share/pnpm", ".yarn/bin",
+    ".rye/shims", ".pixi/bin", ".nix-profile",
+    ".npmrc", ".gemrc", ".bundle/config", ".condarc", ".gradle/init.d", ".gradle/init.gradle",
+    ".gradle/init.gradle.kts", ".sbt", ".git-templates", ".git_template",
+    ".config/i3", ".config/sway", ".config/hypr", ".config/plasma-workspace/env",
+    ".codex", ".gemini", ".aider.conf.yml", ".continue", ".codeium", ".kiro", ".config/goose",
 )
 
-# Inside each git dir.
-GITDIR_PROTECTED_NAMES = ("hooks", "config", "config.worktree", "info/attributes")
-
-# The history inside each git dir, read-only where it exists: committed work survives an agent's
-# `rm -rf .git`, `git reset --hard HEAD~3`, `git branch -D` or `git gc --prune=now` (gtd commits
-# outside the sandbox). The index stays writable, so `git status`, `git diff`, `git checkout -- f`
-# and `git restore` still work inside. Missing ones get no placeholder: creating them cannot
-# rewrite what exists (loose refs win over a new packed-refs).
-GITDIR_HISTORY_NAMES = ("objects", "refs", "packed-refs", "HEAD", "logs", "shallow")
+# Each git dir is protected *as a whole*: everything host git reads there, existing or not (hooks,
+# config, history, refs and `refs/replace` also in packed-refs, shallow, info/grafts, info/exclude,
+# info/attributes, objects/info/alternates, commondir, worktree and submodule gitdirs, rebase todos,
+# and the index, whose assume-unchanged/skip-worktree bits could hide the agent's edits from gtd's
+# commit) is read-only or uncreatable below level full. Reading git works inside; the sandbox's
+# `git` wrapper (gitshim.py) gives restore/checkout a throwaway index and one clear line for the rest.
 
 _SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"(.*)")?\s*\]\s*(.*)$')
 _ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
 
 def git_config_facts(config_file: Path) -> tuple[list[str], list[str]]:
-    """(core.hooksPath values, include paths) from one git config file, without spawning git."""
+    """(files git runs or trusts: core.hooksPath, core.excludesFile, core.attributesFile values;
+    include paths) from one git config file, without spawning git. An excludes file the agent could
+    write would hide its files from gtd's commit."""
     hooks, includes = [], []
     text = read_metadata_text(config_file)
     if text is None:
@@ -154,7 +200,7 @@ def git_config_facts(config_file: Path) -> tuple[list[str], list[str]]:
         if not e:
             continue
         key, value = e.group(1).lower(), _unquote(e.group(2) or "")
-        if section == "core" and key == "hookspath" and value:
+        if section == "core" and key in ("hookspath", "excludesfile", "attributesfile") and value:
             hooks.append(value)
         elif section in ("include", "includeif") and key == "path" and value:
             includes.append(value)
@@ -194,9 +240,8 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path],
     if key in seen:
         return []
     seen.add(key)
-    found = [gitdir / name for name in GITDIR_PROTECTED_NAMES]
-    found += [gitdir / name for name in GITDIR_HISTORY_NAMES if os.path.lexists(gitdir / name)]
-    found += state.add_gitdir(gitdir)  # an existing commondir / rebase todo: read-only
+    found = [gitdir]
+    state.add_gitdir(gitdir)
     commondir = gitdir / "commondir"
     if commondir.is_file():  # linked worktree: hooks and config live in the common dir
         pointer = (read_metadata_text(commondir) or "").strip()
@@ -248,8 +293,10 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
 
 
 def home_protected_paths(home: Path, workspace: Path) -> list[Path]:
-    """HOME's rc/agent files, plus hooksPath dirs and includes named by the global git config."""
+    """HOME's rc/agent files, every PATH directory below HOME, plus hooksPath dirs and includes named
+    by the global git config."""
     found = [home / name for name in HOME_PROTECTED_NAMES]
+    found += path_dirs_in_home(home, workspace)
     configs = [Path("/etc/gitconfig"), home / ".gitconfig", home / ".config/git/config"]
     seen: set[Path] = set()
     while configs:
@@ -263,4 +310,22 @@ def home_protected_paths(home: Path, workspace: Path) -> list[Path]:
             inc_path = _expand(inc, cfg.parent, home)
             found.append(inc_path)
             configs.append(inc_path)
+    return found
+
+
+def path_dirs_in_home(home: Path, workspace: Path) -> list[Path]:
+    """Directories on the host's PATH below HOME (`~/bin`, `~/.local/bin`, a version manager's bin):
+    the host runs what they hold by name. A project's own bin dir inside the workspace is left
+    writable (the agent's code runs on the host anyway through the project's tests), unless the
+    workspace is HOME itself."""
+    found = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        p = Path(os.path.normpath(entry))
+        if p == home or not str(p).startswith(str(home).rstrip("/") + "/"):
+            continue
+        if workspace != home and str(p).startswith(str(workspace).rstrip("/") + "/"):
+            continue
+        found.append(p)
     return found

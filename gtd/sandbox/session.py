@@ -126,7 +126,7 @@ class SandboxSession:
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
             self._registry = PlaceholderRegistry(self.policy.workspace)
-            self._registry.enter()
+            self._record_settled(self._registry.enter())  # what a killed session left behind
         self._started = True
         return self
 
@@ -155,8 +155,14 @@ class SandboxSession:
         if self._proxy is not None:
             self._proxy.close()
         if self._registry is not None:
-            self._registry.exit()
+            self._record_settled(self._registry.exit())
         self._quarantine_planted_git()
+
+    def _record_settled(self, settled: list[tuple[Path, str]]) -> None:
+        """Protected paths the agent created (quarantined by the registry) are write violations."""
+        for path, what in settled:
+            if "quarantine" in what or "COULD NOT" in what:
+                self.record_violation(Violation.now("write", str(path), self.policy.level, what))
 
     def _wait_for_inits(self, timeout: float = 10.0) -> None:
         """Block until every sandboxed process is gone (the namespace's init exits only after all of
@@ -286,20 +292,34 @@ class SandboxSession:
 
     def _prepare_paths(self) -> None:
         """Create the policy's missing `create_dirs`, and the phase's own file at readonly (a bind needs
-        something to bind). Any other missing writable path is left alone: what it should be (file or
-        directory) is only known once the agent tries to write it, and its approval creates it."""
-        from gtd.sandbox.bwrap import _inside
+        something to bind), never through a symlink (hostcreate). Any other missing writable path is
+        left alone: what it should be (file or directory) is only known once the agent tries to write
+        it, and its approval creates it."""
+        from gtd.sandbox.bwrap import _inside, _strictly_inside
+        from gtd.sandbox.hostcreate import create_empty_file, existing_prefix, make_dirs
 
-        phase_file = self.policy.workspace / PHASE_FILES[self.policy.phase] if self.policy.phase in PHASE_FILES else None
-        for w in self.policy.writable:
-            if os.path.lexists(w) or any(_inside(w, p) for p in (*self.policy.protected, *self.policy.deny_read)):
+        policy = self.policy
+        phase_file = policy.workspace / PHASE_FILES[policy.phase] if policy.phase in PHASE_FILES else None
+        for w in policy.writable:
+            if os.path.lexists(w) or any(_inside(w, p) for p in policy.protected):
                 continue
+            if any(_inside(w, d) and not _strictly_inside(w, d) for d in policy.deny_read):
+                continue
+            if _inside(w, policy.workspace):
+                base = policy.workspace
+                target = w
+            else:  # the user's own symlinks outside the workspace are honoured, then checked again
+                prefix, rest = existing_prefix(w)
+                base = Path(os.path.realpath(prefix))
+                target = base.joinpath(*rest)
+                if any(_inside(target, p) for p in policy.protected):
+                    continue
             try:
                 if w == phase_file:
-                    w.touch()
+                    create_empty_file(target, base)
                     self._created_files.append(w)
-                elif w in self.policy.create_dirs:
-                    w.mkdir(parents=True, exist_ok=True)
+                elif w in policy.create_dirs:
+                    make_dirs(target, base)
             except OSError:
                 pass  # left out of the sandbox's writable set; the command sees a read-only path
 
@@ -332,13 +352,15 @@ class SandboxSession:
         from gtd.sandbox.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
+        from gtd.sandbox.gitshim import with_shim
+
         policy = self.policy
         if self._caches is not None and self._caches.writable():
             import dataclasses
 
             policy = dataclasses.replace(policy, writable=(*policy.writable, *self._caches.writable()))
         plan = render_mounts(policy)
-        self._registry.add(plan.placeholders + self._created_files)
+        self._registry.add(self._created_files, placeholders=plan.placeholders, watched=plan.watched)
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
@@ -358,8 +380,8 @@ class SandboxSession:
             args = self._caches.wrap(args)
         try:
             proc = subprocess.Popen(
-                args, env=self.environment(env), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
-                pass_fds=(info_w, block_r, seccomp_r), start_new_session=True,
+                args, env=with_shim(self.environment(env)), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
+                pass_fds=(info_w, block_r, seccomp_r, *plan.fds), start_new_session=True,
             )
         except BaseException:
             os.close(info_r)
@@ -369,6 +391,7 @@ class SandboxSession:
         finally:
             for fd in (info_w, block_r, seccomp_r):
                 os.close(fd)
+            plan.close()
         relay.started()
         self._relays.append(relay)
         try:

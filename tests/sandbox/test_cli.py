@@ -22,7 +22,7 @@ def test_explain_json_for_a_phase(repo):
     data = json.loads(r.stdout)
     assert data["level"] == "readonly" and data["sandboxed"] is True
     assert data["writable"] == [str(repo / "TODO.md")]
-    assert str(repo / ".git/hooks") in data["protected"]
+    assert str(repo / ".git") in data["protected"]  # the whole git dir
 
 
 def test_explain_full_says_unsandboxed(repo):

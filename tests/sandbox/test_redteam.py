@@ -143,11 +143,10 @@ def test_planted_commondir_cannot_redirect_the_repository_config(sandbox, repo, 
     s = sandbox(Level.READWRITE)
     r = sh(s, f"mkdir evil && cp -r .git/objects .git/refs .git/HEAD evil/ && {_evil_config(marker, 'evil/config')}"
               " && echo '* filter=x' > .gitattributes && echo ../evil > .git/commondir && echo planted", repo)
-    assert "planted" in r.out, r.err
+    assert "planted" not in r.out and "Read-only file system" in r.err, r.out + r.err  # the git dir is read-only
     s.close()
     assert _host_git_runs(repo, marker) == []
     assert not (repo / ".git/commondir").exists()
-    assert any(v.target == str(repo / ".git/commondir") for v in s.violations)
 
 
 @pytest.mark.parametrize("how", ["dir", "gitfile", "gitfile-into-dot-git"])
@@ -167,7 +166,10 @@ def test_repository_planted_during_the_run_is_quarantined(sandbox, repo, tmp_pat
     s.close()
     assert _host_git_runs(repo, marker) == []
     assert (repo / "sub/f").read_text() == "data\n"  # the agent's files stay; only the git metadata goes
-    assert any("quarantine" in v.detail for v in s.violations), s.violations
+    if how == "gitfile-into-dot-git":
+        assert "Read-only file system" in r.err and not (repo / ".git/modules").exists()  # prevented outright
+    else:
+        assert any("quarantine" in v.detail for v in s.violations), s.violations
 
 
 def test_planted_rebase_todo_is_quarantined(sandbox, repo, tmp_path):
@@ -217,14 +219,17 @@ def test_committed_history_survives_the_agent(sandbox, repo, attack):
 
 
 def test_everyday_git_still_works_inside(sandbox, repo):
-    # Only the history is read-only: the index and the work tree are the agent's to use.
+    # The git dir is read-only as a whole; reading git works, and restore/checkout of files uses a
+    # throwaway index (the sandbox's git wrapper).
     s = sandbox(Level.READWRITE)
     r = sh(s, "echo changed > README.md && git status --short && git diff --stat && git checkout -- README.md"
-              " && cat README.md && echo new > n.txt && git restore --staged . && echo DONE", repo)
+              " && cat README.md && echo again > README.md && git restore README.md && cat README.md && echo DONE", repo)
     assert r.out.splitlines()[0] == " M README.md", r.out + r.err
-    assert "hello" in r.out and r.out.rstrip().endswith("DONE"), r.out + r.err
-    r = sh(s, "git add n.txt", repo)  # objects are history: adding them is gtd's job
-    assert r.returncode != 0 and "failed to insert into database" in r.err, r.err
+    assert r.out.count("hello") == 2 and r.out.rstrip().endswith("DONE"), r.out + r.err
+    assert r.err == "", r.err
+    for cmd in ("add n.txt", "commit -qm x", "stash", "branch topic", "checkout -b topic", "restore --staged ."):
+        r = sh(s, f"echo new > n.txt; git {cmd}", repo)  # history is gtd's job: one clear line, at once
+        assert r.returncode == 1 and r.err.count("\n") == 1 and "gtd commits the work tree" in r.err, (cmd, r.err)
 
 
 def test_repositories_present_before_the_run_are_left_alone(sandbox, repo):

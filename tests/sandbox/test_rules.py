@@ -150,8 +150,8 @@ def test_protected_discovery_covers_hookspath_nested_repos_and_submodules(repo, 
     git("init", "-q", cwd=repo / "a/b")
     (home / ".gitconfig").write_text("[core]\n\thooksPath = ~/global-hooks\n")
     p = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
-    for path in (repo / ".githooks", repo / ".git/hooks", repo / ".git/config", repo / "a/b/.git/hooks",
-                 repo / "a/b/.git/config", repo / "a/b/.vscode", home / "global-hooks", repo / ".gtdrc.json"):
+    for path in (repo / ".githooks", repo / ".git", repo / "a/b/.git", repo / "a/b/.vscode", home / "global-hooks",
+                 repo / ".gtdrc.json"):  # each git dir as a whole
         assert path in p.protected, path
 
 

@@ -32,7 +32,7 @@ def test_profile_invariants(tmp_path, repo, home):
     text = _profile(tmp_path, repo, home, Level.READWRITE)
     assert text.splitlines()[2] == "(deny default)"
     assert '(allow network-outbound (remote ip "localhost:49152"))' in text
-    assert '(subpath "/Users/dev/repo/.git/hooks")' in text and '(subpath "/Users/dev/repo/.husky")' in text
+    assert '(subpath "/Users/dev/repo/.git")' in text and '(subpath "/Users/dev/repo/.husky")' in text
     assert '(subpath "/Users/dev/home/.ssh")' in text
     # protected denies come after the writable allow (later rules win in SBPL)
     assert text.index("(allow file-write*") < text.index("(deny file-write*")

@@ -21,7 +21,7 @@ def policy_for(repo: Path, **kw):
 def test_protected_path_names_the_protecting_rule(repo):
     verdict = why(policy_for(repo, phase=Phase.BUILD), ".git/hooks/pre-commit", repo)
     assert not verdict.allowed
-    assert verdict.rule == str(repo / ".git" / "hooks")
+    assert verdict.rule == str(repo / ".git")  # the whole git dir
     assert "protected" in verdict.reason
 
 
@@ -64,7 +64,7 @@ def test_cli_json_and_exit_status(repo):
     blocked = run_gtd("sandbox", "why", ".git/config", "--phase", "build", "--json", cwd=repo)
     assert blocked.returncode == 1
     data = json.loads(blocked.stdout)
-    assert data["allowed"] is False and data["rule"] == str(repo / ".git" / "config")
+    assert data["allowed"] is False and data["rule"] == str(repo / ".git")
     allowed = run_gtd("sandbox", "why", "README.md", "--phase", "build", cwd=repo)
     assert allowed.returncode == 0 and allowed.stdout.startswith("ALLOWED")
 
