@@ -12,11 +12,13 @@ the checked path (`--bind-fd`): a writable path inside the workspace that is or 
 is refused (SandboxUnavailable naming it), and swapping a path component between the check and
 the mount cannot redirect the bind.
 
-A missing protected path gets no mount at all inside the workspace, so the sandbox sees the same
+A missing protected path inside the workspace gets no mount at all, so the sandbox sees the same
 work tree as the host (no phantom files for git, rg, find or cp): it is *watched* instead, and if
 it exists after the run it is quarantined (see placeholders.py). Outside the workspace (a writable
-part of HOME) it gets a read-only /dev/null placeholder, which bwrap creates on the host as a
-mount point and gtd removes when the last session ends, or at the next start after a crash.
+part of HOME), and for gtd's own config and state dirs, which gtd reads while the agent runs, its
+first missing component gets a read-only empty placeholder file (a regular file: /dev/null would
+read as EACCES, binds are nodev), which bwrap creates on the host as a mount point and gtd removes
+when the last session ends, or at the next start after a crash.
 
 Each git dir in a writable root is one protected path, mounted read-only as a whole (see
 protected.py): nothing under it, existing or not, can be created or changed below level full.
@@ -35,7 +37,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gtd import paths
 from gtd.errors import SandboxUnavailable
+from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
 
 BASE_ARGS = (
@@ -64,7 +68,7 @@ BASE_ARGS = (
 class MountPlan:
     args: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)  # created on the host by bwrap as mount points
-    watched: list[Path] = field(default_factory=list)  # missing protected paths in the workspace: must stay missing
+    watched: list[tuple[Path, Path]] = field(default_factory=list)  # (missing protected path, first missing part)
     fds: list[int] = field(default_factory=list)  # for bwrap's --bind-fd / --ro-bind-data: pass, then close()
 
     def close(self) -> None:
@@ -272,6 +276,8 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         inside = [w for w in writable if _strictly_inside(p, w)]
         return max(inside, key=lambda w: len(w.parts)) if inside else None
 
+    gtd_own = (paths.user_config_dir(), paths.user_state_dir())  # read by gtd during the run: prevented
+    project_config = policy.workspace / paths.PROJECT_CONFIG_NAME
     targets: list[Path] = []
     # A protected path inside another protected path is covered by the outer mount.
     protected = list(policy.protected)
@@ -295,10 +301,12 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         bind_ancestors(p, root)
         if state == "ok":
             add(p, 3, "--ro-bind", str(p), str(p))
-        elif _inside(where, policy.workspace):
-            plan.watched.append(where)
+        elif where == project_config:
+            pass  # gtd itself creates it when the person saves an approval mid-run; untrusted until pinned
+        elif _inside(where, policy.workspace) and not any(_inside(where, own) for own in gtd_own):
+            plan.watched.append((p, where))
         else:
-            add(where, 3, "--ro-bind", "/dev/null", str(where))
+            add(where, 3, "--ro-bind", str(empty_file()), str(where))
             plan.placeholders.append(where)
     for target in targets:
         if os.path.lexists(target):

@@ -1,12 +1,13 @@
 """Git metadata the agent planted during a run, found and quarantined once the sandbox is gone.
 
-Mounts protect what exists when the policy is built (hooks, config, the `.git` entries of known
-repositories). They cannot stop the agent from *creating* git metadata that git on the host will
-honour afterwards (gtd's own `git status`/`add`/`commit`, or the user's shell prompt):
+Every git dir known when the policy is built is mounted read-only as a whole, so nothing can be
+created inside it (the checks on gitdir entries below are a backstop). What mounts cannot stop is
+a *new* repository anywhere in the work tree, which git on the host honours afterwards (gtd's own
+`git status`/`add`/`commit`, or the user's shell prompt):
 
 - `<gitdir>/commondir`: makes git read config and hooks from any directory the agent wrote, so
   `core.fsmonitor` or `filter.*.clean` run on the next `git status`/`git add`. A read-only empty
-  placeholder would break git (it dies on an empty commondir), so it is checked afterwards instead.
+  placeholder would break git (it dies on an empty commondir): the read-only git dir prevents it.
 - a new repository anywhere in the work tree (a `.git` directory, or a `.git` file naming any
   gitdir): host git recurses into it for submodule status and runs its config.
 - a new gitdir under `<gitdir>/modules` or `<gitdir>/worktrees`: `git submodule update` and

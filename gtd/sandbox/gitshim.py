@@ -72,7 +72,7 @@ with_scratch_index() {
   exit $rc
 }
 case $sub in
-  add|commit|stash|switch|tag|merge|rebase|cherry-pick|revert|reset|am|rm|mv|gc|prune|repack|pull|fetch|worktree|notes|replace|update-ref|update-index|symbolic-ref|clean|apply|submodule|filter-branch|maintenance) refuse ;;
+  add|commit|stash|switch|tag|merge|rebase|cherry-pick|revert|reset|am|rm|mv|gc|prune|repack|pull|fetch|worktree|notes|replace|update-ref|update-index|symbolic-ref|filter-branch|maintenance) refuse ;;
   branch) { [ $after = 1 ] || [ $words -gt 0 ]; } && refuse ;;
   restore) [ $after = 1 ] && refuse; with_scratch_index "$@" ;;
   checkout)
@@ -83,9 +83,6 @@ esac
 exec "$real" "$@"
 """
 
-# `git clean -n`/`git apply --check`/`git submodule status` would be harmless, but `clean` deletes
-# untracked work, `apply` without --check writes files gtd then commits anyway, and `submodule`
-# writes gitdirs: one line is clearer than a partial list of allowed flags.
 
 
 def real_git() -> str:

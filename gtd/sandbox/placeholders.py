@@ -30,6 +30,23 @@ from gtd import paths
 KINDS = ("placeholder", "created", "watched")
 
 
+def empty_file() -> Path:
+    """gtd's own empty, read-only regular file: what a placeholder shows inside the sandbox (an empty
+    file reads as empty; /dev/null would read as EACCES, since bwrap's binds are nodev)."""
+    base = paths.locks_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "empty"
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+            return path
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444))
+    return path
+
+
 class PlaceholderRegistry:
     def __init__(self, workspace: Path):
         base = paths.locks_dir()
@@ -55,9 +72,11 @@ class PlaceholderRegistry:
         fcntl.flock(self._active_fd, fcntl.LOCK_SH)
         return settled
 
-    def add(self, created: list[Path] = (), *, placeholders: list[Path] = (), watched: list[Path] = ()) -> None:
+    def add(self, created: list[Path] = (), *, placeholders: list[Path] = (),
+            watched: list[tuple[Path, Path]] = ()) -> None:
+        """`watched`: (protected path, its first component that was missing when the command started)."""
         entries = {**{str(p): "created" for p in created}, **{str(p): "placeholder" for p in placeholders},
-                   **{str(p): "watched" for p in watched}}
+                   **{f"{p}\0{first}": "watched" for p, first in watched}}
         if not entries:
             return
         with self._locked_list() as items:
@@ -87,7 +106,8 @@ class PlaceholderRegistry:
 
         done: list[tuple[Path, str]] = []
         with self._locked_list() as items:
-            planted = [Path(p) for p, kind in items.items() if kind == "watched" and os.path.lexists(p)]
+            planted = list(dict.fromkeys(found for key, kind in items.items() if kind == "watched"
+                                         for found in [_planted(*key.split("\0", 1))] if found is not None))
             for item, kind in sorted(items.items(), key=lambda kv: len(kv[0]), reverse=True):
                 if kind == "watched":
                     continue
@@ -135,3 +155,20 @@ class PlaceholderRegistry:
 
     def _locked_list(self) -> "PlaceholderRegistry._List":
         return PlaceholderRegistry._List(self)
+
+
+def _planted(path: str, first_missing: str) -> Path | None:
+    """What to quarantine for a watched protected path: the first new component on the way to it
+    that is a symlink or not a directory (never followed), else the protected path itself if it
+    exists now. None when the agent created nothing that matters (e.g. only a sibling state dir)."""
+    current = Path(first_missing)
+    rest = Path(path).relative_to(current).parts
+    for i in range(len(rest) + 1):
+        if not os.path.lexists(current):
+            return None
+        if i == len(rest):
+            return current
+        if os.path.islink(current) or not os.path.isdir(current):
+            return current
+        current = current / rest[i]
+    return None

@@ -27,10 +27,9 @@ class Verdict:
 
 
 def _under(path: Path, roots) -> Path | None:
-    for root in roots:
-        if path == root or root in path.parents:
-            return root
-    return None
+    """The most specific of `roots` that is path or one of its parents."""
+    found = [root for root in roots if path == root or root in path.parents]
+    return max(found, key=lambda root: len(root.parts)) if found else None
 
 
 def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
@@ -41,6 +40,9 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
     if policy.unrestricted:
         return Verdict(target, True, f"level {level} runs without a sandbox")
     hidden = _under(path, policy.deny_read)
+    writable = _under(path, policy.writable)
+    if hidden is not None and writable is not None and hidden in writable.parents:
+        hidden = None  # a writable path configured below a hidden directory is the more specific rule
     if hidden is not None:
         return Verdict(target, False, "hidden from the agent (secrets are unreadable below level full)", str(hidden),
                        "remove it from sandbox.levels.*.denyReadPaths (built-in secret paths cannot be removed)")
@@ -49,7 +51,6 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
         return Verdict(target, False, "protected: gtd or the host later runs or trusts it (git hooks, config or "
                        "history, rc files, agent or gtd config), so the agent may never change it below level full",
                        str(protected), "edit it yourself, outside gtd")
-    writable = _under(path, policy.writable)
     if writable is not None:
         return Verdict(target, True, f"writable at level {level}", str(writable))
     return Verdict(target, False, f"not writable at level {level} (the workspace is writable from readwrite up)", None,

@@ -1,0 +1,270 @@
+"""How the mount plan is assembled, tried for real inside bwrap: git metadata host git honours,
+writable binds that are (or become) symlinks, hidden paths' parents, and no phantom files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level, Phase
+from gtd.errors import SandboxUnavailable
+
+from sandbox_support import git, requires_bwrap, sh
+
+pytestmark = [requires_bwrap, pytest.mark.bwrap]
+
+
+def _history(repo: Path) -> str:
+    return git("log", "--format=%H %s", cwd=repo).stdout
+
+
+def _two_commits(repo: Path) -> None:
+    (repo / "second.txt").write_text("2\n")
+    git("add", "second.txt", cwd=repo)
+    git("commit", "-qm", "second", cwd=repo)
+
+
+# -- class 4: git metadata host git honours, existing or not ----------------------------------------
+
+# Each plant would change what host git (and gtd's step inference and commit) sees: hide history,
+# rewrite it, or hide the agent's files. `$P` is the parent commit, `$H` is HEAD.
+PLANTS = {
+    "shallow": "echo $H > $G/shallow",
+    "info/grafts": "mkdir -p $G/info; echo $H > $G/info/grafts",
+    "packed-refs replace": "echo \"$P refs/replace/$H\" >> $G/packed-refs",
+    "refs/replace": "mkdir -p $G/refs/replace && echo $P > $G/refs/replace/$H",
+    "info/exclude": "echo 'agent-*' >> $G/info/exclude",
+    "info/attributes": "echo '* -diff' > $G/info/attributes",
+    "objects/info/alternates": "echo /tmp > $G/objects/info/alternates",
+    "commondir": "echo ../evil > $G/commondir",
+    "index skip-worktree": "cp $G/index /tmp/i && GIT_INDEX_FILE=/tmp/i /usr/bin/git update-index --skip-worktree README.md"
+                           " && cp /tmp/i $G/index",
+}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["repo", "nested-repo"])
+@pytest.mark.parametrize("plant", list(PLANTS))
+def test_git_metadata_cannot_be_planted(sandbox, repo, plant, nested):
+    target = repo / "vendor/lib" if nested else repo
+    if nested:
+        target.mkdir(parents=True)
+        git("init", "-q", cwd=target)
+        (target / "README.md").write_text("nested\n")
+        git("add", "README.md", cwd=target)
+        git("commit", "-qm", "init", cwd=target)
+    _two_commits(target)
+    before = _history(target)
+    head = git("rev-parse", "HEAD", cwd=target).stdout.strip()
+    parent = git("rev-parse", "HEAD~1", cwd=target).stdout.strip()
+    s = sandbox(Level.READWRITE)
+    script = PLANTS[plant].replace("$G", ".git").replace("$H", head).replace("$P", parent)
+    r = sh(s, f"cd {target} && ({script}) ; echo changed > README.md; echo new > agent-file", repo)
+    assert "Read-only file system" in r.err, r.err
+    s.close()
+    assert _history(target) == before
+    status = git("status", "--porcelain", cwd=target).stdout
+    assert " M README.md" in status and "?? agent-file" in status, status
+    assert "-diff" not in git("check-attr", "diff", "README.md", cwd=target).stdout
+
+
+def test_a_new_repository_planted_in_the_work_tree_is_quarantined_before_gtd_commits(sandbox, repo):
+    s = sandbox(Level.READWRITE)
+    sh(s, "mkdir -p pkg && cd pkg && git init -q && echo code > mod.py", repo)
+    s.close()
+    assert not (repo / "pkg/.git").exists() and (repo / "pkg/mod.py").exists()
+    git("add", "-A", cwd=repo)
+    assert "pkg/mod.py" in git("diff", "--cached", "--name-only", cwd=repo).stdout  # a file, not a gitlink
+
+
+def test_workflow_build_cannot_hide_its_files_or_history_from_gtd(repo, home, tmp_path):
+    import json
+
+    from support import run_gtd
+
+    _two_commits(repo)
+    plant = ("echo 'count*' >> .git/info/exclude; git rev-parse HEAD > .git/shallow; "
+             "mkdir -p .git/info && git rev-parse HEAD > .git/info/grafts; echo '* -diff' > .git/info/attributes")
+    script = {
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content":
+                  "# Count\n\n## Action items\n- [ ] Add count.py\n  - Tests: none\n\n## Open questions\n\n## Learnings\n"}}]}],
+        "build": [{"actions": [{"shell": plant}, {"write": {"path": "count.py", "content": "N = 1\n"}}]}],
+    }
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(tmp_path / "script.json"),
+                                                  "testCommand": "true"}))
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "configure gtd", cwd=repo)
+    (repo / "TODO.md").write_text("# Count\n")
+    assert run_gtd("plan", cwd=repo, env={"HOME": str(home)}).returncode == 0
+    result = run_gtd("build", cwd=repo, env={"HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    assert "count.py" in git("show", "--name-only", "--format=", "HEAD", cwd=repo).stdout
+    assert len(_history(repo).splitlines()) >= 5  # init, second, configure, seed, plan, build: nothing hidden
+    assert not (repo / ".git/shallow").exists() and "count" not in (repo / ".git/info/exclude").read_text()
+
+
+# -- class 2: writable binds are resolved and checked ------------------------------------------------
+
+def test_symlinked_phase_file_is_refused_naming_it(sandbox, repo, home):
+    victim = home / "victim.txt"
+    victim.write_text("safe\n")
+    (repo / "TODO.md").symlink_to(victim)
+    s = sandbox(Level.READONLY, phase=Phase.PLAN)
+    with pytest.raises(SandboxUnavailable) as exc:
+        sh(s, "echo pwned > TODO.md", repo)
+    assert "TODO.md" in str(exc.value) and "symlink" in str(exc.value)
+    assert victim.read_text() == "safe\n"
+
+
+def test_configured_writable_path_that_became_a_symlink_is_refused(sandbox, repo, home):
+    from gtd import paths
+
+    gtd_config = paths.user_config_dir()
+    gtd_config.mkdir(parents=True)
+    (repo / "out").symlink_to(gtd_config)  # e.g. left by the agent in an earlier phase
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["out"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    with pytest.raises(SandboxUnavailable) as exc:
+        sh(s, "echo x > out/config.toml", repo)
+    assert str(repo / "out") in str(exc.value)
+    assert not (gtd_config / "config.toml").exists()
+
+
+def test_missing_writable_dir_is_never_created_through_a_symlink(sandbox, repo, home):
+    elsewhere = home / "elsewhere"
+    elsewhere.mkdir()
+    (repo / "build").symlink_to(elsewhere)
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["build/cache"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    r = sh(s, "echo x > build/cache/f", repo)
+    assert r.returncode != 0
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_writable_path_outside_the_workspace_resolving_into_gtd_state_is_not_writable(sandbox, repo, home):
+    from gtd import paths
+
+    state = paths.user_state_dir()
+    state.mkdir(parents=True)
+    (home / ".cache").mkdir()
+    (home / ".cache/tool").symlink_to(state)
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["~/.cache/tool"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    r = sh(s, f"echo x > {home}/.cache/tool/pins.json", repo)
+    assert "Read-only file system" in r.err, r.err
+    assert not (state / "pins.json").exists()
+
+
+# -- class 5: hidden paths and their parents ---------------------------------------------------------
+
+@pytest.mark.parametrize("rename", ["conf", "conf/secrets"])
+def test_hidden_path_cannot_be_read_by_renaming_a_parent(sandbox, repo, rename):
+    (repo / "conf/secrets").mkdir(parents=True)
+    (repo / "conf/secrets/key").write_text("TOPSECRET\n")
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"denyReadPaths": ["conf/secrets"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    r = sh(s, f"mv {rename} moved; cat moved/secrets/key moved/key conf/secrets/key; cp -r conf c2; cat c2/secrets/key", repo)
+    assert "TOPSECRET" not in r.out, r.out
+    assert "Device or resource busy" in r.err, r.err
+    assert (repo / "conf/secrets/key").exists()
+
+
+def test_writable_path_below_a_hidden_dir_exists_and_is_writable(sandbox, repo):
+    from gtd.sandbox.why import why
+
+    (repo / "blocked").mkdir()
+    (repo / "blocked/secret").write_text("TOPSECRET\n")
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {
+        "denyReadPaths": ["blocked"], "writablePaths": ["blocked/allowed"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    assert why(s.policy, "blocked/allowed/f", repo).allowed
+    assert not why(s.policy, "blocked/secret", repo).allowed
+    r = sh(s, "echo ok > blocked/allowed/f && cat blocked/allowed/f; cat blocked/secret; ls blocked", repo)
+    assert "ok" in r.out and "TOPSECRET" not in r.out, r.out + r.err
+    assert (repo / "blocked/allowed/f").read_text() == "ok\n"
+
+
+# -- issue 10: no phantom files ----------------------------------------------------------------------
+
+LISTINGS = {
+    "git status": "git status --porcelain --untracked-files=all --ignored",
+    "rg --files": "rg --files --hidden --no-ignore | sort",
+    "find": "find . | sort",
+    "grep -r": "grep -r . --exclude-dir=.git | sort",
+    # (at readonly the sealed root's own mode is 0555, so the copy is made writable before removing it)
+    "cp -r": "cp -r . /tmp/copy-$$ && (cd /tmp/copy-$$ && find . | sort) && chmod -R u+w /tmp/copy-$$ && rm -rf /tmp/copy-$$",
+}
+
+
+@pytest.mark.parametrize("level", [Level.READWRITE, Level.READONLY])
+@pytest.mark.parametrize("tool", list(LISTINGS))
+def test_the_work_tree_looks_the_same_inside_and_outside(sandbox, repo, tool, level):
+    if tool == "rg --files" and shutil.which("rg") is None:
+        pytest.skip("ripgrep not installed")
+    (repo / "src").mkdir()
+    (repo / "src/app.py").write_text("print('hi')\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "debug.log").write_text("x\n")
+    git("config", "core.hooksPath", "githooks", cwd=repo)  # a missing protected dir
+    if level is Level.READONLY:
+        (repo / "TODO.md").write_text("# Plan\n")  # the phase's file (gtd would create it empty)
+    outside = subprocess.run(["/bin/sh", "-c", LISTINGS[tool]], cwd=repo, capture_output=True, text=True)
+    s = sandbox(level, phase=Phase.PLAN if level is Level.READONLY else Phase.BUILD)
+    inside = sh(s, LISTINGS[tool], repo)
+    assert inside.out == outside.stdout, f"inside:\n{inside.out}\noutside:\n{outside.stdout}"
+    assert inside.err == outside.stderr == ""
+
+
+def test_git_works_with_a_writable_home_and_no_gitconfig(sandbox, repo, home):
+    (home / ".gitconfig").unlink()
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"writablePaths": ["~"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    r = sh(s, "echo x >> README.md && git status --short && git diff --stat && git log --oneline && git blame README.md"
+              " && git config --global --get user.name", repo)
+    assert " M README.md" in r.out and "init" in r.out, r.out + r.err
+    assert r.err == "", r.err  # no "unable to access '~/.gitconfig'"
+    s.close()
+    assert not (home / ".gitconfig").exists()  # the read-only placeholder is gone with the session
+
+
+def _gtd_sandbox_run(repo: Path, home: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "gtd", "sandbox", "run", *args], cwd=repo, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.relative_to(root).parts[:1])
+
+
+@pytest.mark.parametrize("phase", ["build", "plan"])
+def test_nothing_is_left_in_the_work_tree_after_kill_9(repo, home, phase):
+    (repo / ".gtdrc.json").write_text('{"provider": "scripted"}')
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "cfg", cwd=repo)
+    before = _listing(repo)
+    # build: the workspace is writable (missing protected names used to get mount points there);
+    # plan: gtd creates the empty TODO.md the sandbox binds.
+    sign = repo / ("started" if phase == "build" else "TODO.md")
+    proc = _gtd_sandbox_run(repo, home, "--phase", phase, "--", "/bin/sh", "-c", "touch started 2>/dev/null; sleep 60")
+    deadline = time.monotonic() + 60
+    while not sign.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (repo / "started").unlink(missing_ok=True)  # the command's own file
+    if phase == "build":
+        assert _listing(repo) == before
+    again = _gtd_sandbox_run(repo, home, "--phase", "build", "--", "true")
+    assert again.wait(timeout=60) == 0, again.stderr.read()
+    assert _listing(repo) == before  # the next start removed what the killed session left
+    assert git("status", "--porcelain", cwd=repo).stdout == ""
