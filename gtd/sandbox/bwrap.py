@@ -7,10 +7,12 @@ nor `mv secrets s2 && cat s2/key` works), then protected paths read-only on top 
 also stops hard links: EXDEV across mounts), and finally denied reads hidden (an empty tmpfs or
 /dev/null). A writable path configured *below* a hidden directory is bound again on top of it.
 
-Writable roots are checked after resolving them and bound through a file descriptor opened on
-the checked path (`--bind-fd`): a writable path inside the workspace that is or becomes a symlink
-is refused (SandboxUnavailable naming it), and swapping a path component between the check and
-the mount cannot redirect the bind.
+Writable roots are checked after resolving them: a writable path inside the workspace that is or
+becomes a symlink is refused (SandboxUnavailable naming it). The inode each one resolved to is
+recorded, and `MountPlan.verify` compares it with what is mounted there once bwrap has built the
+namespace and before the command runs: swapping a path component between the check and the mount
+cannot redirect a bind. (`--bind-fd` would be simpler, but the kernel refuses a bind from another
+mount namespace, and bwrap may be started inside the package-cache holder's namespace.)
 
 A missing protected path inside the workspace gets no mount at all, so the sandbox sees the same
 work tree as the host (no phantom files for git, rg, find or cp): it is *watched* instead, and if
@@ -69,7 +71,36 @@ class MountPlan:
     args: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)  # created on the host by bwrap as mount points
     watched: list[tuple[Path, Path]] = field(default_factory=list)  # (missing protected path, first missing part)
-    fds: list[int] = field(default_factory=list)  # for bwrap's --bind-fd / --ro-bind-data: pass, then close()
+    fds: list[int] = field(default_factory=list)  # for bwrap's --ro-bind-data: pass, then close()
+    binds: list[tuple[Path, int, int]] = field(default_factory=list)  # writable root, st_dev, st_ino checked
+
+    def verify(self, child_pid: int, skip=()) -> str | None:
+        """None if every writable bind in the sandbox of `child_pid` (blocked before exec) is the
+        inode that was checked; else what moved. A sandbox gtd may not inspect is not refused.
+        `skip`: binds of gtd's own making whose inode differs on purpose (package-cache overlays)."""
+        skipped = {Path(os.path.realpath(p)) for p in skip}
+        if not [b for b in self.binds if b[0] not in skipped]:
+            return None
+        try:
+            if not _wait_until_blocked(child_pid):
+                return "bubblewrap did not finish setting up the sandbox in time; its writable paths were not checked"
+        except PermissionError:
+            return None
+        except OSError:
+            return None  # gone already: bwrap failed, and the caller reports that
+        for path, dev, ino in self.binds:
+            if path in skipped:
+                continue
+            try:
+                st = os.stat(f"/proc/{child_pid}/root{path}")
+            except PermissionError:
+                return None
+            except OSError as exc:
+                return f"the writable path {path} could not be checked inside the sandbox ({exc.strerror})"
+            if (st.st_dev, st.st_ino) != (dev, ino):
+                return (f"the writable path {path} changed between its check and the mount (a symlink swapped in?): "
+                        f"refusing to start the sandbox")
+        return None
 
     def close(self) -> None:
         for fd in self.fds:
@@ -78,6 +109,20 @@ class MountPlan:
             except OSError:
                 pass
         self.fds.clear()
+
+
+def _wait_until_blocked(pid: int, timeout: float = 20.0) -> bool:
+    """Wait until bwrap's child sleeps in its read of --block-fd, which it reaches only once every
+    mount is in place (and before seccomp and exec). False on timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/wchan") as f:
+            if "pipe_read" in f.read():
+                return True
+        time.sleep(0.001)
+    return False
 
 
 @dataclass(frozen=True)
@@ -139,6 +184,18 @@ def unsafe_writable(path: Path, link: Path) -> SandboxUnavailable:
         f"sandbox would write wherever it points. Replace the symlink by the real file or directory "
         f"(or remove {path} from sandbox.levels.*.writablePaths)."
     )
+
+
+def _checked_inode(real: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of `real` (fully resolved), None if it is not a plain directory or file there."""
+    fd = _open_checked(real)
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino
+    finally:
+        os.close(fd)
 
 
 def _open_checked(real: Path) -> int | None:
@@ -216,8 +273,8 @@ def _data_fd(data: bytes) -> int:
 
 
 def render_mounts(policy: SandboxPolicy) -> MountPlan:
-    """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks) and opens
-    descriptors on the writable roots (close the plan after spawning bwrap); creates nothing."""
+    """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks); creates nothing.
+    Pass `plan.fds` to bwrap and close the plan after spawning it; `plan.verify` before the command runs."""
     plan = MountPlan(args=list(BASE_ARGS))
     try:
         _render(policy, plan)
@@ -253,13 +310,13 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         if _strictly_inside(root, tmp) and root.exists() and root != sealed:
             add(root, 0, "--ro-bind", str(root), str(root))
     for root in roots:
-        fd = _open_checked(root.real)
-        if fd is None:
+        inode = _checked_inode(root.real)
+        if inode is None:
             if _inside(root.spelled, policy.workspace):
                 raise unsafe_writable(root.spelled, root.spelled)
             continue
-        plan.fds.append(fd)
-        add(root.real, 1, "--bind-fd", str(fd), str(root.real))
+        plan.binds.append((root.real, *inode))
+        add(root.real, 1, "--bind", str(root.real), str(root.real))
 
     seen_ancestors: set[Path] = set()
 

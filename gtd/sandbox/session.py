@@ -401,6 +401,11 @@ class SandboxSession:
                 raise SandboxUnavailable(
                     f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
                 )
+            moved = plan.verify(int(info["child-pid"]), skip=self._caches.writable() if self._caches else ())
+            if moved is not None:
+                _kill_group(proc)
+                proc.wait()
+                raise SandboxUnavailable(moved)
             if cgroup is not None:  # before the command runs, so everything it starts is counted
                 cgroup.attach(proc.pid, int(info["child-pid"]))
             try:
