@@ -47,6 +47,15 @@ def empty_file() -> Path:
     return path
 
 
+def settle_leftovers(workspace: Path) -> list[tuple[Path, str]]:
+    """Settle what a killed session left (when no session runs): called before gtd commits the
+    person's edits, so a planted protected path or an empty placeholder is never committed."""
+    registry = PlaceholderRegistry(workspace)
+    settled = registry.enter()
+    registry.exit()
+    return settled
+
+
 class PlaceholderRegistry:
     def __init__(self, workspace: Path):
         base = paths.locks_dir()

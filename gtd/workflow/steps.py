@@ -251,9 +251,11 @@ def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
     separate commits, fix first, hunk by hunk within a file. Untracked secrets or bulk stop it
     (gtd.workflow.unsafe). Changes a stopped phase left behind, untouched since, are the agent's:
     they stay for the phase to carry on."""
+    from gtd.sandbox.placeholders import settle_leftovers
     from gtd.workflow import leftovers
     from gtd.workflow.unsafe import UnsafeFiles, find_unsafe
 
+    settle_leftovers(repo)  # a killed sandbox's placeholders and planted protected paths are never committed
     if leftovers.untouched(repo):
         return None
     changed = git.changes(repo)
