@@ -178,10 +178,14 @@ def _symlink_in(path: Path, root: Path) -> Path | None:
 
 
 def unsafe_writable(path: Path, link: Path) -> SandboxUnavailable:
-    target = os.readlink(link) if os.path.islink(link) else "?"
+    if not os.path.islink(link):
+        return SandboxUnavailable(
+            f"refusing to make {path} writable: it is not a regular file or directory (or it changed while gtd "
+            f"checked it). Replace it by a regular file or directory (or remove it from sandbox.levels.*.writablePaths)."
+        )
     return SandboxUnavailable(
-        f"refusing to make {path} writable: {link} is a symlink (-> {target}) inside the workspace, so the "
-        f"sandbox would write wherever it points. Replace the symlink by the real file or directory "
+        f"refusing to make {path} writable: {link} is a symlink (-> {os.readlink(link)}) inside the workspace, so "
+        f"the sandbox would write wherever it points. Replace the symlink by the real file or directory "
         f"(or remove {path} from sandbox.levels.*.writablePaths)."
     )
 

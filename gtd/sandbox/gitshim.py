@@ -39,7 +39,7 @@ find_gitdir() {
 }
 gitdir=$(find_gitdir "$@") || exec "$real" "$@"
 [ -n "$gitdir" ] && [ ! -w "$gitdir" ] || exec "$real" "$@"
-sub="" ; skip=0 ; after=0 ; dashdash=0 ; words=0 ; paths_only=1
+sub="" ; skip=0 ; after=0 ; dashdash=0 ; words=0 ; paths_only=1 ; first=""
 for a in "$@"; do
   if [ -z "$sub" ]; then
     if [ $skip = 1 ]; then skip=0; continue; fi
@@ -57,7 +57,7 @@ for a in "$@"; do
     --staged|-S) [ "$sub" = restore ] && after=1 ;;
     -l|--list|-a|--all|-r|--remotes|-v|-vv|--verbose|--show-current|--contains|--no-contains|--merged|--no-merged|--points-at|--sort=*|--format=*|--column*|--color*) ;;
     -*) ;;
-    *) words=$((words + 1)); [ $dashdash = 1 ] || [ -e "$a" ] || paths_only=0 ;;
+    *) [ -z "$first" ] && first=$a; words=$((words + 1)); [ $dashdash = 1 ] || [ -e "$a" ] || paths_only=0 ;;
   esac
 done
 refuse() {
@@ -72,7 +72,8 @@ with_scratch_index() {
   exit $rc
 }
 case $sub in
-  add|commit|stash|switch|tag|merge|rebase|cherry-pick|revert|reset|am|rm|mv|gc|prune|repack|pull|fetch|worktree|notes|replace|update-ref|update-index|symbolic-ref|filter-branch|maintenance) refuse ;;
+  stash) case $first in list|show) ;; *) refuse ;; esac ;;
+  add|commit|switch|tag|merge|rebase|cherry-pick|revert|reset|am|rm|mv|gc|prune|repack|pull|fetch|worktree|notes|replace|update-ref|update-index|symbolic-ref|filter-branch|maintenance) refuse ;;
   branch) { [ $after = 1 ] || [ $words -gt 0 ]; } && refuse ;;
   restore) [ $after = 1 ] && refuse; with_scratch_index "$@" ;;
   checkout)

@@ -123,6 +123,14 @@ def test_symlinked_phase_file_is_refused_naming_it(sandbox, repo, home):
     assert victim.read_text() == "safe\n"
 
 
+def test_phase_file_that_is_a_fifo_is_refused_naming_it(sandbox, repo):
+    os.mkfifo(repo / "TODO.md")
+    s = sandbox(Level.READONLY, phase=Phase.PLAN)
+    with pytest.raises(SandboxUnavailable) as exc:
+        sh(s, "echo x > TODO.md", repo)
+    assert "TODO.md" in str(exc.value) and "not a regular file or directory" in str(exc.value)
+
+
 def test_configured_writable_path_that_became_a_symlink_is_refused(sandbox, repo, home):
     from gtd import paths
 
@@ -288,3 +296,17 @@ def test_a_protected_path_planted_before_kill_9_is_never_committed_as_the_person
     committed = git("show", "--name-only", "--format=", "HEAD", cwd=repo).stdout.split()
     assert "README.md" in committed and ".envrc" not in committed
     assert not (repo / ".envrc").exists()
+
+
+# -- issue 10: git inside the sandbox ----------------------------------------------------------------
+
+def test_reading_git_is_clean_and_temporary_repositories_stay_fully_usable(sandbox, repo):
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "echo more >> README.md && git status && git diff && git log --oneline && git blame README.md"
+              " && git show --stat HEAD && git stash list && git branch && git branch --show-current"
+              " && git rev-parse HEAD && echo READ-OK", repo)
+    assert r.out.rstrip().endswith("READ-OK") and r.err == "", r.out + r.err
+    # A test suite's own throwaway repository (writable git dir) is not the wrapper's business.
+    r = sh(s, "cd /tmp && git init -q t && cd t && echo x > f && git add f && git -c user.name=a -c user.email=b"
+              " commit -qm x && git checkout -qb topic && git stash list && echo TMP-OK", repo)
+    assert r.out.rstrip().endswith("TMP-OK"), r.out + r.err
