@@ -22,15 +22,9 @@ def landlock_writable(policy, bwrap_args: list[str] | None = None) -> list[str]:
     """The policy's writable paths as bubblewrap binds them (existing, outside every protected and
     hidden path, resolved), kept only where `bwrap_args` really binds them read-write (`--bind P P`):
     Landlock never allows a write that the mounts refuse, whatever render_mounts decides."""
-    from gtd.sandbox.bwrap import _inside
+    from gtd.sandbox.bwrap import writable_roots
 
-    keep = [
-        w for w in policy.writable
-        if os.path.lexists(w)
-        and not any(_inside(w, p) for p in policy.protected)
-        and not any(_inside(w, d) for d in policy.deny_read)
-    ]
-    paths = list(dict.fromkeys(os.path.realpath(w) for w in keep))
+    paths = list(dict.fromkeys(str(root.real) for root in writable_roots(policy)))
     if bwrap_args is not None:
         bound = {bwrap_args[i + 1] for i in range(len(bwrap_args) - 2)
                  if bwrap_args[i] == "--bind" and bwrap_args[i + 1] == bwrap_args[i + 2]}

@@ -199,6 +199,17 @@ def test_writable_path_below_a_hidden_dir_exists_and_is_writable(sandbox, repo):
     assert (repo / "blocked/allowed/f").read_text() == "ok\n"
 
 
+def test_writable_path_below_a_hidden_dir_in_home_is_writable_at_readonly(sandbox, repo, home):
+    (home / "blocked").mkdir()
+    (home / "blocked/secret").write_text("TOPSECRET\n")
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {
+        "denyReadPaths": ["~/blocked"], "writablePaths": ["~/blocked/allowed"]}}}})
+    s = sandbox(Level.READONLY, config=config)  # Landlock too must allow exactly this path
+    r = sh(s, f"echo ok > {home}/blocked/allowed/f; cat {home}/blocked/secret", repo)
+    assert "TOPSECRET" not in r.out
+    assert (home / "blocked/allowed/f").read_text() == "ok\n", r.err
+
+
 # -- issue 10: no phantom files ----------------------------------------------------------------------
 
 LISTINGS = {
