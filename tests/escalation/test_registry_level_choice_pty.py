@@ -78,7 +78,7 @@ def test_in_a_build_the_choice_lets_the_test_command_through_and_later_runs_star
     script.write_text(json.dumps({
         "plan": [{"actions": [{"write": {"path": "TODO.md", "content": plan}}]}],
         "build": [{"actions": [{"write": {"path": "fetch.txt", "content": "ok\n"}}]}]}))
-    curl = "curl -fsS --max-time 30 http://localhost:{}/ >/dev/null"
+    curl = "curl --noproxy '' -fsS --max-time 30 http://localhost:{}/ >/dev/null"  # through the proxy on purpose
     (repo / ".gtdrc.json").write_text(json.dumps({
         "provider": "scripted", "script": str(script),
         "testCommand": f"{curl.format(http_server)} && {curl.format(second_server)}"}))
