@@ -56,7 +56,7 @@ def main() -> None:
     run()
     with_layers = timed(run, args.runs)
     prefix, cgroup = KernelLayers.prefix, KernelLayers.cgroup
-    KernelLayers.prefix = lambda self, policy=None: []
+    KernelLayers.prefix = lambda self, *args: []
     KernelLayers.cgroup = lambda self: None
     without = timed(run, args.runs)
     KernelLayers.prefix, KernelLayers.cgroup = prefix, cgroup
