@@ -85,7 +85,7 @@ def main() -> None:
             start = time.perf_counter()
             result = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             took = time.perf_counter() - start
-            if result.returncode != 0 or (repo / "TODO.md").read_text() != PLAN:
+            if result.returncode != 0 or "# Hello file" not in (repo / "TODO.md").read_text():  # gtd may reformat it
                 raise SystemExit(f"gtd plan failed ({result.returncode}):\n{result.stderr[-3000:]}")
             return took
 
