@@ -164,7 +164,7 @@ def register(app: typer.Typer) -> None:
         if loaded.repo_root is None:
             raise GtdError(f"{options.cwd()} is not inside a git repository", exit_code=ExitCode.USAGE)
         result = predict(loaded.repo_root)
-        tests = testcmd.resolve(loaded.config.test_command, loaded.repo_root)
+        tests = testcmd.resolve(loaded.values.get("testCommand"), loaded.repo_root)  # values: no pydantic models
         result["test_command"] = {"command": tests.command, "source": tests.source or None}
         if json_out:
             stdout.print_json(json.dumps(result))
