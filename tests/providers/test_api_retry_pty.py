@@ -21,7 +21,8 @@ PLAN = ("# Hello file\n\n## Action items\n- [ ] Create hello.txt saying hi\n  - 
 def test_claude_5xx_retries_are_shown_and_the_build_lands(repo, fake_model, monkeypatch):
     require_cli("claude", monkeypatch)
     point_at(fake_model, monkeypatch)
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude", "testCommand": "cat hello.txt", "baselineTests": "off",
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude", "testCommand": "cat hello.txt",
+                                                  "baselineTests": "off",  # red before the build, by design
                                                   "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")
