@@ -87,7 +87,8 @@ def test_an_approval_wait_during_the_test_run_does_not_count_toward_test_timeout
     user.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{registry_port}"]\n')
     target = f"localhost:{registry_port}"
     _setup(repo, [{"write": {"path": "count.py", "content": "N = 1\n"}}],
-           testCommand=f"curl -sS --max-time 60 http://{target}/", testTimeoutSeconds=4)
+           testCommand=f"curl --noproxy '' -sS --max-time 60 http://{target}/", testTimeoutSeconds=4,
+           baselineTests="off")  # the question must come from the test run after the agent's step
     screen = terminal("build", cwd=repo)
     child = screen.child
     child.expect(seen(f"connect to {target}"))
