@@ -28,6 +28,16 @@ from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
+# Where the person's TLS clients find their trusted CAs. On machines behind a TLS-inspecting
+# gateway (most corporate networks) every HTTPS client fails without these, so dropping them would
+# be a false denial. They name certificate bundles, never secrets, and pass only when they name a
+# path the sandbox can read (see `_tls_trust`).
+TLS_TRUST_VARS = (
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "PIP_CERT", "UV_NATIVE_TLS", "NIX_SSL_CERT_FILE", "CARGO_HTTP_CAINFO",
+    "NPM_CONFIG_CAFILE", "npm_config_cafile", "HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "AWS_CA_BUNDLE", "DENO_CERT",
+)
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 # No ALL_PROXY: clients read it as "SOCKS for everything" and some then fail outright (httpx, and so
 # the Python SDKs built on it, without the optional socksio). The SOCKS5 endpoint stays on the proxy
@@ -245,6 +255,7 @@ class SandboxSession:
         for key in PROXY_VARS:
             env[key] = f"http://gtd:{self.token}@{host}:{self.proxy_port}"
         env["NO_PROXY"] = env["no_proxy"] = NO_PROXY
+        env.update(_tls_trust(os.environ, self.policy.deny_read))
         for key in self.policy.env_passthrough:
             if key in os.environ:
                 env[key] = os.environ[key]
@@ -480,6 +491,28 @@ class _NetworkSetupFailed(Exception):
 def open_sandbox(policy: SandboxPolicy, **kw) -> SandboxSession:
     """A started session (use it as a context manager or call close()). Raises SandboxUnavailable."""
     return SandboxSession(policy, **kw).start()
+
+
+def _tls_trust(environ, deny_read) -> dict[str, str]:
+    """The TLS trust variables worth passing: a flag (`UV_NATIVE_TLS=1`) or an absolute path that
+    exists and is not hidden from the sandbox (a hidden bundle would only turn into a confusing
+    verification error)."""
+    found: dict[str, str] = {}
+    for key in TLS_TRUST_VARS:
+        value = environ.get(key, "")
+        if not value:
+            continue
+        if key == "UV_NATIVE_TLS":
+            found[key] = value
+            continue
+        real = os.path.realpath(value)
+        if not os.path.isabs(value) or not os.path.exists(real):
+            continue
+        spellings = {real, os.path.normpath(value)}
+        if any(p == str(d) or p.startswith(str(d).rstrip("/") + "/") for d in deny_read for p in spellings):
+            continue
+        found[key] = value
+    return found
 
 
 def _read_info(fd: int) -> dict | None:
