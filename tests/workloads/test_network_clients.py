@@ -193,7 +193,7 @@ def test_ssh_and_git_over_ssh_reach_the_allowed_host_only(request, ssh_server, r
     assert [v.target for v in session.violations] == [f"{REFUSED}:{port}"]
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="Go is not installed here (apt golang-go is ~500 MB; not in scripts/setup)")
+@pytest.mark.skipif(shutil.which("go") is None, reason="Go is not installed (scripts/setup installs golang-go)")
 def test_go_http_client(request, server, repo, isolated_home, tmp_path):
     session = _session(request, isolated_home, repo, server)
     src = repo / "fetch.go"
