@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import io
 import os
 import re
+import ssl
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -18,6 +23,34 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     """The real `gtd` entry point in a subprocess (stdin closed: a headless run)."""
     return subprocess.run([sys.executable, "-m", "gtd", *args], cwd=cwd, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+@contextlib.contextmanager
+def serving(body: bytes, *, certificate: tuple[Path, Path] | None = None) -> Iterator[int]:
+    """A loopback server standing in for a registry, every GET answering `body`; HTTPS with
+    `certificate` (cert, key). Yields its port."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if certificate:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*certificate)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def explain(result: subprocess.CompletedProcess) -> str:

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from escalation_support import RegistryHandler
+from support import serving
 
 
 @pytest.fixture
 def http_server():
-    """A loopback HTTP server standing in for a package registry: yields its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RegistryHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    """A loopback HTTP server standing in for a package registry (every GET answers REGISTRY-OK): yields its port."""
+    with serving(b"REGISTRY-OK") as port:
+        yield port
 
 
 @pytest.fixture

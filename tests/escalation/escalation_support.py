@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
-
 import pexpect
 
 
@@ -13,17 +11,3 @@ def finish(child: pexpect.spawn) -> tuple[str, int]:
     output = child.before
     child.close()
     return output, child.exitstatus
-
-
-class RegistryHandler(http.server.BaseHTTPRequestHandler):
-    """A stand-in package registry: every GET answers REGISTRY-OK."""
-
-    def do_GET(self):  # noqa: N802
-        body = b"REGISTRY-OK"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass

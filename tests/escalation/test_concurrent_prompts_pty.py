@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import http.server
+import contextlib
 import json
-import threading
 
 import pytest
 import tomlkit
 
-from escalation_support import RegistryHandler, finish
+from escalation_support import finish
 from gtd.paths import user_config_file
-from support import git
+from support import git, serving
 
 pytestmark = pytest.mark.bwrap
 
@@ -19,18 +18,13 @@ pytestmark = pytest.mark.bwrap
 @pytest.fixture
 def two_registries():
     """Two loopback servers; the user config allows their IP literals (comment kept), not their names."""
-    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), RegistryHandler) for _ in range(2)]
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    ports = [server.server_address[1] for server in servers]
-    path = user_config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    allowed = ", ".join(f'"127.0.0.1:{port}"' for port in ports)
-    path.write_text(f"# my settings\n[sandbox.levels.readwrite]\nallowDomains = [{allowed}]\n")
-    yield [f"localhost:{port}" for port in ports]
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    with contextlib.ExitStack() as servers:
+        ports = [servers.enter_context(serving(b"REGISTRY-OK")) for _ in range(2)]
+        path = user_config_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        allowed = ", ".join(f'"127.0.0.1:{port}"' for port in ports)
+        path.write_text(f"# my settings\n[sandbox.levels.readwrite]\nallowDomains = [{allowed}]\n")
+        yield [f"localhost:{port}" for port in ports]
 
 
 def _both_asking(spawn_gtd, repo, targets):

@@ -3,25 +3,20 @@ network for the rest of the run. Then the network level's other hosts are let th
 
 from __future__ import annotations
 
-import http.server
-import threading
-
 import pytest
 
-from escalation_support import RegistryHandler, finish
+from escalation_support import finish
 from gtd.audit import AuditLog
 from gtd.paths import user_config_file
+from support import serving
 
 pytestmark = pytest.mark.bwrap
 
 
 @pytest.fixture
 def second_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RegistryHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(b"REGISTRY-OK") as port:
+        yield port
 
 
 def _user_config(text: str) -> None:

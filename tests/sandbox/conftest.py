@@ -5,11 +5,9 @@ Nothing here touches the real HOME: every test runs with HOME (and XDG dirs) ins
 
 from __future__ import annotations
 
-import http.server
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.policy import build_policy
 from gtd.sandbox.session import open_sandbox
 from sandbox_support import git
+from support import serving
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
@@ -59,25 +58,8 @@ def sandbox(repo, home):
         s.close()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    payload = b"PACKAGE-CONTENTS-" + b"x" * 1000
-
-    def do_GET(self):  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(self.payload)))
-        self.end_headers()
-        self.wfile.write(self.payload)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def http_server():
     """A loopback HTTP server standing in for a package registry: yields its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(b"PACKAGE-CONTENTS-" + b"x" * 1000) as port:
+        yield port

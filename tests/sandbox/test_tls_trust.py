@@ -4,10 +4,7 @@ HTTPS clients inside must verify the same certificates they verify outside, or e
 
 from __future__ import annotations
 
-import http.server
-import ssl
 import subprocess
-import threading
 
 import pytest
 
@@ -15,6 +12,7 @@ from gtd.config.schema import GtdConfig, Level
 from gtd.sandbox.session import _tls_trust
 
 from sandbox_support import requires_bwrap, sh
+from support import serving
 
 HOST = "registry.test"
 
@@ -23,18 +21,6 @@ def _resolver(host: str, port: int) -> list[str]:
     if host == HOST:
         return ["127.0.0.1"]
     raise OSError(f"no such host {host}")
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        body = b"TRUSTED-HELLO"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture
@@ -52,14 +38,8 @@ def private_ca_server(home):
     (d / "ext.cnf").write_text(f"subjectAltName=DNS:{HOST}\n")
     openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem",
             "-days", "2", "-extfile", "ext.cnf")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(d / "srv.pem", d / "srv.key")
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1], d / "ca.pem"
-    server.shutdown()
-    server.server_close()
+    with serving(b"TRUSTED-HELLO", certificate=(d / "srv.pem", d / "srv.key")) as port:
+        yield port, d / "ca.pem"
 
 
 @requires_bwrap

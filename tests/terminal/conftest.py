@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
 
-from support import Screen
+from support import Screen, serving
 
 
 @pytest.fixture
@@ -25,26 +23,8 @@ def terminal(isolated_home):
         screen.stop()
 
 
-class _Registry(http.server.BaseHTTPRequestHandler):
-    """A stand-in package registry on loopback: every GET answers REGISTRY-OK."""
-
-    def do_GET(self):  # noqa: N802
-        body = b"REGISTRY-OK"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def registry_port():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
+    """A stand-in package registry on loopback, every GET answering REGISTRY-OK: yields its port."""
+    with serving(b"REGISTRY-OK") as port:
+        yield port
