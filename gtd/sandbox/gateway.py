@@ -15,7 +15,8 @@ import threading
 
 from gtd.sandbox.dns import DnsResponder, StandInNames
 from gtd.sandbox.netns import NamespaceSockets
-from gtd.sandbox.proxy import FilteringProxy, _pump
+from gtd.sandbox.proxy import FilteringProxy
+from gtd.sandbox.relay import close_all, pump as _pump
 
 
 class NamespaceGateway:
@@ -79,9 +80,4 @@ def _forward(conn: socket.socket, port: int) -> None:
         if upstream is not None:
             _pump(conn, upstream)
     finally:
-        for s in (conn, upstream):
-            if s is not None:
-                try:
-                    s.close()
-                except OSError:
-                    pass
+        close_all(conn, upstream)

@@ -20,7 +20,7 @@ from typing import Callable
 
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
-from gtd.sandbox.relay import copy as _copy, pump as _pump  # the byte-moving half: splice on Linux
+from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump  # the byte-moving half: splice on Linux
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
@@ -124,12 +124,7 @@ class FilteringProxy:
         except (OSError, ValueError):
             pass
         finally:
-            for s in (conn, upstream):
-                if s is not None:
-                    try:
-                        s.close()
-                    except OSError:
-                        pass
+            close_all(conn, upstream)
 
     @staticmethod
     def _refuse_direct(conn: socket.socket, host: str, port: int, reason: str) -> None:
@@ -239,12 +234,7 @@ class FilteringProxy:
         except (OSError, ValueError):
             pass
         finally:
-            for s in (conn, upstream):
-                if s is not None:
-                    try:
-                        s.close()
-                    except OSError:
-                        pass
+            close_all(conn, upstream)
 
     def _http(self, conn: socket.socket) -> socket.socket | None:
         data = b""

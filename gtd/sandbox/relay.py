@@ -27,6 +27,16 @@ def pump(a: socket.socket, b: socket.socket) -> None:
     other.join()
 
 
+def close_all(*sockets: socket.socket | None) -> None:
+    """Close each socket that is there; an error closing one does not stop the others."""
+    for s in sockets:
+        if s is not None:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
 def copy(src: socket.socket, dst: socket.socket) -> None:
     """Copy src to dst until EOF or an error, then half-close dst."""
     try:
