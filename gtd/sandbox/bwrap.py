@@ -266,8 +266,8 @@ def _mirrored_entries(root: Path, writable: list[Path]) -> list[Path]:
     return [root / name for name in sorted(names) if root / name not in keep]
 
 
-def _data_fd(data: bytes) -> int:
-    """A readable descriptor holding `data` (bwrap copies it into the sandbox)."""
+def data_fd(data: bytes) -> int:
+    """A readable descriptor holding `data` (bwrap copies it into the sandbox; a pipe: `data` < 64 KiB)."""
     r, w = os.pipe()
     try:
         os.write(w, data)
@@ -395,7 +395,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
             plan.args += args
     for path in dict.fromkeys(tail):
         plan.args += ["--remount-ro", path]
-    shim = _data_fd(SCRIPT.encode())
+    shim = data_fd(SCRIPT.encode())
     plan.fds.append(shim)
     plan.args += ["--perms", "0555", "--ro-bind-data", str(shim), f"{SHIM_DIR}/git"]
     plan.placeholders = list(dict.fromkeys(plan.placeholders))

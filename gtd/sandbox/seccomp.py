@@ -148,13 +148,10 @@ def _bits(mask: int) -> list[int]:
 
 
 def filter_fd(program: bytes) -> int:
-    """A readable fd holding the program, for bwrap `--seccomp FD` (a pipe: the program is < 64 KiB)."""
-    r, w = os.pipe()
-    try:
-        os.write(w, program)
-    finally:
-        os.close(w)
-    return r
+    """A readable fd holding the program, for bwrap `--seccomp FD` (the program is < 64 KiB)."""
+    from gtd.sandbox.bwrap import data_fd
+
+    return data_fd(program)
 
 
 def cached_filter() -> bytes:
