@@ -52,7 +52,8 @@ def test_all_stops_when_a_step_changes_nothing(repo):
     assert agent_runs(repo, "plan") == 3  # 1 + planRetries (2), not maxBuildSteps + 4
 
 
-def test_no_test_command_is_said_loudly_and_recorded_in_the_commit(repo):
+def _plan_and_build_without_a_configured_test_command(repo):
+    """A repo whose .gtdrc.json names no test command, planned and built once: the build's result."""
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(write_script(repo, [GOOD]))}))
     (repo / ".gitignore").write_text("__pycache__/\n")
     git(repo, "add", "-A")
@@ -61,20 +62,18 @@ def test_no_test_command_is_said_loudly_and_recorded_in_the_commit(repo):
     assert run_gtd("plan", cwd=repo).returncode == 0
     result = run_gtd("build", cwd=repo)
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_no_test_command_is_said_loudly_and_recorded_in_the_commit(repo):
+    result = _plan_and_build_without_a_configured_test_command(repo)
     assert "NO TEST COMMAND" in result.stderr
     assert "Not tested: no test command" in git(repo, "log", "-1", "--format=%b")
 
 
 def test_a_detected_test_command_is_announced_and_used(repo):
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(write_script(repo, [GOOD]))}))
     (repo / "Makefile").write_text("test:\n\tpython3 -m unittest -q\n")
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "configure gtd")
-    (repo / "TODO.md").write_text("# Counter\n")
-    assert run_gtd("plan", cwd=repo).returncode == 0
-    result = run_gtd("build", cwd=repo)
-    assert result.returncode == 0, result.stderr
+    result = _plan_and_build_without_a_configured_test_command(repo)
     assert "test command: make test (detected from the Makefile's `test` target" in result.stderr
     assert "Tested with: make test" in git(repo, "log", "-1", "--format=%b")
 

@@ -34,6 +34,21 @@ def registry(tmp_path):
 
 
 @pytest.fixture
+def npm_registry(registry):
+    """The registry serving one npm package, gtd-shout 1.0.0 (test modules needing more define their own)."""
+    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
+    return registry
+
+
+@pytest.fixture
+def index(registry):
+    """The registry's simple index serving a wheel (gtdwheel) and an sdist the installer must build (gtdsdist)."""
+    registry.add_wheel("gtdwheel", "1.0", "VALUE = 'from-wheel'\n")
+    registry.add_sdist("gtdsdist", "1.0", "VALUE = 'built-from-sdist'\n")
+    return registry
+
+
+@pytest.fixture
 def sandbox(repo, isolated_home):
     """Factory: sandbox(level, config=...) -> a started session whose proxy resolves `registry.test`."""
     opened = []

@@ -16,12 +16,6 @@ pytestmark = [pytest.mark.bwrap,
               pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("npm") is None, reason="needs bwrap and npm")]
 
 
-@pytest.fixture
-def npm_registry(registry):
-    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
-    return registry
-
-
 def _install(port: int, cache) -> str:
     return f"npm install --no-audit --fetch-retries 0 --cache {cache} --registry http://127.0.0.1:{port}/ gtd-shout"
 

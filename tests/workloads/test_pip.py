@@ -19,13 +19,6 @@ PACKAGES = "gtdwheel gtdsdist"
 CHECK = f"{PY} -c 'import gtdwheel, gtdsdist; print(gtdwheel.VALUE, gtdsdist.VALUE)'"
 
 
-@pytest.fixture
-def index(registry):
-    registry.add_wheel("gtdwheel", "1.0", "VALUE = 'from-wheel'\n")
-    registry.add_sdist("gtdsdist", "1.0", "VALUE = 'built-from-sdist'\n")
-    return registry
-
-
 def pip_install(target: str, host: str, port: int, *, quiet: bool = True) -> str:
     return (f"{PY} -m pip install {'-q ' if quiet else ''}--no-input --retries 0 --timeout 10 --target {target} --trusted-host {host} --index-url http://{host}:{port}/simple/ {PACKAGES}"
             f" && PYTHONPATH={target} {CHECK}")

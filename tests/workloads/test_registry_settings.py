@@ -16,12 +16,6 @@ pytestmark = [pytest.mark.bwrap,
               pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("npm") is None, reason="needs bwrap and npm")]
 
 
-@pytest.fixture
-def npm_registry(registry):
-    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
-    return registry
-
-
 def _npmrc(home, port: int) -> None:
     (home / ".npmrc").write_text(f"registry=http://{REGISTRY_HOST}:{port}/\n"
                                  f"//{REGISTRY_HOST}:{port}/:_authToken=NPM-SECRET-TOKEN\nfund=false\n")

@@ -19,13 +19,6 @@ pytestmark = [pytest.mark.bwrap,
 CHECK = f"{sys.executable} -c 'import gtdwheel, gtdsdist; print(gtdwheel.VALUE, gtdsdist.VALUE)'"
 
 
-@pytest.fixture
-def index(registry):
-    registry.add_wheel("gtdwheel", "1.0", "VALUE = 'from-wheel'\n")
-    registry.add_sdist("gtdsdist", "1.0", "VALUE = 'built-from-sdist'\n")
-    return registry
-
-
 def uv_install(target: str, host: str, port: int, *flags: str) -> str:
     return (f"{UV} pip install --quiet --no-progress --python {sys.executable} --target {target} "
             f"--index-url http://{host}:{port}/simple/ {' '.join(flags)} gtdwheel gtdsdist && PYTHONPATH={target} {CHECK}")
