@@ -12,24 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-
-def timed(fn, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t) * 1000)
-    return statistics.median(samples)
+from benchlib import timed  # noqa: E402
 
 
 def main() -> None:

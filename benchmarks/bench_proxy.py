@@ -30,13 +30,11 @@ TARGET = 0.80
 TOKEN = "bench-token"
 
 
-class FileServer:
-    """Answers every request with one HTTP response whose body is `path`, sent with sendfile."""
+class _Listener:
+    """A loopback listener handing each accepted connection to `_handle` until it is closed."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.size = path.stat().st_size
-        self.listener = socket.create_server(("127.0.0.1", 0))
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -46,7 +44,22 @@ class FileServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            self._handle(conn)
+
+    def _handle(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class FileServer(_Listener):
+    """Answers every request with one HTTP response whose body is `path`, sent with sendfile."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.size = path.stat().st_size
+        super().__init__()
+
+    def _handle(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
@@ -61,22 +74,12 @@ class FileServer:
                 conn.sendfile(f)
 
 
-class ByteServer:
+class ByteServer(_Listener):
     """Sends one byte to each connection: the set-up latency probe."""
 
-    def __init__(self):
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            conn.sendall(b"x")
-            conn.close()
+    def _handle(self, conn: socket.socket) -> None:
+        conn.sendall(b"x")
+        conn.close()
 
 
 def curl_seconds(url: str, proxy: list[str]) -> float:

@@ -31,15 +31,6 @@ BARE = ["bwrap", "--new-session", "--die-with-parent", "--unshare-user", "--unsh
 SIZE = 64 * 1024 * 1024
 
 
-def timed(fn, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t) * 1000)
-    return statistics.median(samples)
-
-
 class Blob(http.server.BaseHTTPRequestHandler):
     data = os.urandom(1024 * 1024) * (SIZE // (1024 * 1024))
 
@@ -58,7 +49,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
 
-    from benchlib import git_repo, gtd_command, hermetic_env, interleaved, runner, table
+    from benchlib import git_repo, gtd_command, hermetic_env, interleaved, runner, table, timed
 
     tmp = Path(tempfile.mkdtemp(prefix="gtd-bench-"))
     env = hermetic_env(tmp)

@@ -48,6 +48,16 @@ def git_repo(path: Path, env: dict[str, str]) -> Path:
     return path
 
 
+def timed(fn: Callable[[], object], runs: int) -> float:
+    """Median wall milliseconds of `runs` calls of fn, one after another."""
+    samples = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1000)
+    return statistics.median(samples)
+
+
 def interleaved(cases: dict[str, Callable[[], object]], runs: int, warmup: int = 2,
                 cpu: dict[str, float] | None = None) -> dict[str, float]:
     """Median wall milliseconds per case, the cases run round-robin so load drift hits all of them
