@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import http.server
 import io
+import json
 import os
 import re
 import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -51,6 +52,40 @@ def serving(body: bytes, *, certificate: tuple[Path, Path] | None = None) -> Ite
     finally:
         server.shutdown()
         server.server_close()
+
+
+def configure_scripted(repo: Path, script: dict) -> None:
+    """Commit a .gtdrc.json naming the scripted provider with `script` (kept beside the repo) and a
+    TODO.md, as a person would before running gtd."""
+    path = repo.parent / "script.json"
+    path.write_text(json.dumps(script))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(path)}, indent=2) + "\n")
+    (repo / "TODO.md").write_text("# Counter\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "configure gtd")
+
+
+@contextlib.contextmanager
+def sandboxes(workspace: Path, home: Path, **session_defaults) -> Iterator[Callable]:
+    """A factory of started sandbox sessions, all closed on exit:
+    make(level, config=..., needs=..., phase=..., workspace=..., **session kwargs)."""
+    from gtd.config.schema import GtdConfig, Level
+    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.session import open_sandbox
+
+    opened = []
+
+    def make(level: Level = Level.READWRITE, *, config: GtdConfig | None = None, needs=None, phase=None,
+             workspace: Path = workspace, **kw):
+        policy = build_policy(config or GtdConfig(), workspace=workspace, level=level, phase=phase, needs=needs, home=home)
+        opened.append(open_sandbox(policy, **{**session_defaults, **kw}))
+        return opened[-1]
+
+    try:
+        yield make
+    finally:
+        for session in opened:
+            session.close()
 
 
 def explain(result: subprocess.CompletedProcess) -> str:

@@ -17,7 +17,7 @@ import tomlkit
 from escalation_support import finish
 from gtd.audit import AuditLog
 from gtd.paths import user_config_file
-from support import git
+from support import configure_scripted, git
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
@@ -33,12 +33,7 @@ def _setup(repo, note="notes/design.md"):
         {"actions": [{"write": {"path": "TODO.md", "content": PLAN}},
                      {"write": {"path": note, "content": "# Design (first try)\n"}}]},
     ]}
-    path = repo.parent / "script.json"
-    path.write_text(json.dumps(script))
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(path)}, indent=2) + "\n")
-    (repo / "TODO.md").write_text("# Counter\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "configure gtd")
+    configure_scripted(repo, script)
     return (repo / ".gtdrc.json").read_text()
 
 

@@ -5,19 +5,12 @@ Nothing here touches the real HOME: every test runs with HOME (and XDG dirs) ins
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from gtd.config.schema import GtdConfig, Level
-from gtd.providers.base import SandboxNeeds
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.session import open_sandbox
 from sandbox_support import git
-from support import serving
+from support import sandboxes, serving
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
@@ -44,18 +37,8 @@ def repo(tmp_path, home) -> Path:
 @pytest.fixture
 def sandbox(repo, home):
     """Factory: sandbox(level=..., config=..., needs=..., **session kwargs) -> started session (closed after the test)."""
-    opened = []
-
-    def make(level: Level = Level.READWRITE, *, config: GtdConfig | None = None, needs: SandboxNeeds | None = None,
-             phase=None, workspace: Path | None = None, **kw):
-        policy = build_policy(config or GtdConfig(), workspace=workspace or repo, level=level, phase=phase, needs=needs, home=home)
-        session = open_sandbox(policy, **kw)
-        opened.append(session)
-        return session
-
-    yield make
-    for s in opened:
-        s.close()
+    with sandboxes(repo, home) as make:
+        yield make
 
 
 @pytest.fixture

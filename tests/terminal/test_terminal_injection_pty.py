@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from support import explain, git, run_gtd
+from support import configure_scripted, explain, run_gtd
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
@@ -38,12 +38,7 @@ def _setup(repo):
         {"tool": {"name": f"Look{CURSOR_UP}up", "input": {"command": f"echo {OSC52}{MARKUP}"}}},
         {"shell": shell},
     ], "say": f"done {OSC8}here{C1_CSI} {MARKUP}"}]}
-    path = repo.parent / "script.json"
-    path.write_text(json.dumps(script))
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(path)}, indent=2) + "\n")
-    (repo / "TODO.md").write_text("# Counter\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "configure gtd")
+    configure_scripted(repo, script)
 
 
 def _assert_clean(text: str, what: str) -> str:

@@ -7,10 +7,8 @@ import os
 
 import pytest
 
-from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.session import open_sandbox
 from registries import LocalRegistry, resolver
+from support import sandboxes
 
 
 @pytest.fixture(autouse=True)
@@ -51,15 +49,5 @@ def index(registry):
 @pytest.fixture
 def sandbox(repo, isolated_home):
     """Factory: sandbox(level, config=...) -> a started session whose proxy resolves `registry.test`."""
-    opened = []
-
-    def make(level: Level, *, config: GtdConfig | None = None, **kw):
-        policy = build_policy(config or GtdConfig(), workspace=repo, level=level, home=isolated_home)
-        kw.setdefault("resolver", resolver)
-        session = open_sandbox(policy, **kw)
-        opened.append(session)
-        return session
-
-    yield make
-    for s in opened:
-        s.close()
+    with sandboxes(repo, isolated_home, resolver=resolver) as make:
+        yield make
