@@ -365,11 +365,13 @@ def _reap(holder: subprocess.Popen) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    """rmtree that also removes overlayfs's mode-000 work dirs (owned by us, but unreadable)."""
+    """rmtree that also removes overlayfs's mode-000 work dirs (owned by us, but unreadable). The layer
+    holds what the agent wrote: a symlink in it is never followed (chmod would change its target)."""
     def fix(func, failed, _exc):
         try:
             os.chmod(os.path.dirname(failed), 0o700)
-            os.chmod(failed, 0o700)
+            if not os.path.islink(failed):
+                os.chmod(failed, 0o700)
             func(failed)
         except OSError:
             pass

@@ -131,3 +131,31 @@ def test_the_overlay_holder_ends_with_its_session(tmp_path, isolated_home):
     session.close()
     assert holder.returncode is not None and holder.stdout.closed
     assert not Path(f"/proc/{holder.pid}").exists() or Path(f"/proc/{holder.pid}/status").read_text().find("Zombie") < 0
+
+
+def test_removing_a_throwaway_layer_never_follows_a_symlink_the_agent_left_in_it(tmp_path, monkeypatch):
+    # The agent writes the upper layer through the overlay: a read-only dir holding a symlink makes
+    # rmtree fail on the link, and the retry must not chmod what the link points at.
+    import os
+
+    from gtd.sandbox.caches import _remove_tree
+
+    real_unlink = os.unlink
+
+    def unlink(path, *, dir_fd=None):  # EACCES in the mode-500 dir, as for a non-root gtd (root ignores modes)
+        if dir_fd is not None and path == "link":
+            raise PermissionError(13, "Permission denied", path)
+        return real_unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+
+    victim = tmp_path / "victim"
+    victim.write_text("the person's file")
+    victim.chmod(0o600)
+    trap = tmp_path / "layer" / "pip" / "upper" / "d"
+    trap.mkdir(parents=True)
+    (trap / "link").symlink_to(victim)
+    trap.chmod(0o500)
+    _remove_tree(tmp_path / "layer")
+    assert not (tmp_path / "layer").exists()
+    assert victim.stat().st_mode & 0o777 == 0o600
