@@ -208,6 +208,7 @@ def _adds_marker_text(hunk: str) -> bool:
 
 def _split(repo: Path, changed: list[git.Change]) -> _Split:
     split = _Split()
+    has_head = git.has_commits(repo)
     for change in changed:
         if change.path == TODO_FILE:
             (split.fix_files if _bookkeeping_only(repo) else split.feedback_files).append(change.path)
@@ -218,7 +219,7 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
                 text = None  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
             (split.feedback_files if text is not None and MARKER_RE.search(text) else split.fix_files).append(change.path)
         else:
-            diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False) if git.has_commits(repo) else ""
+            diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False) if has_head else ""
             header, hunks = _hunks(diff)
             marked = [h for h in hunks if _adds_marker_text(h)]
             if not marked:
@@ -237,13 +238,19 @@ def classify_human_edits(repo: Path) -> HumanEdits | None:
     changed = git.changes(repo)
     if not changed:
         return None
+    return _classify(repo, changed)[0]
+
+
+def _classify(repo: Path, changed: list[git.Change]) -> tuple[HumanEdits, _Split]:
+    """classify_human_edits for these changes, and the split it was read from (diffs read once)."""
     split = _split(repo, changed)
     feedback = bool(split.feedback_files or split.mixed)
     todo_change = next((c for c in changed if c.path == TODO_FILE), None)
     seed = todo_change is not None and TODO_FILE in split.feedback_files and (
         todo_change.status in ("??", "A ") or last_workflow_step(repo) in (None, Step.CLEANUP))
     return HumanEdits(Step.FEEDBACK if feedback else Step.FIX, [c.path for c in changed], seed,
-                      fix_paths=split.fix_files + list(split.mixed), feedback_paths=split.feedback_files + list(split.mixed))
+                      fix_paths=split.fix_files + list(split.mixed),
+                      feedback_paths=split.feedback_files + list(split.mixed)), split
 
 
 def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
@@ -264,9 +271,7 @@ def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
     unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
     if unsafe:
         raise UnsafeFiles(unsafe)
-    edits = classify_human_edits(repo)
-    assert edits is not None
-    split = _split(repo, changed)
+    edits, split = _classify(repo, changed)
     from gtd.workflow import markdown
 
     if TODO_FILE in split.feedback_files + split.fix_files:
@@ -327,8 +332,7 @@ def predict(repo: Path) -> dict:
             result.update(next="stop", reason="untracked files look like secrets or generated bulk; ignore or add "
                           "them first", rule="unsafe-untracked", commit=None)
             return result
-        edits = classify_human_edits(repo)
-        assert edits is not None
+        edits, _ = _classify(repo, changed)
         result["pending_edits"] = {"owner": "person", "paths": edits.paths, "fix": edits.fix_paths,
                                    "feedback": edits.feedback_paths, "seed": edits.seed,
                                    "what": ("committed as " + " then ".join(

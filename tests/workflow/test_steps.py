@@ -128,3 +128,26 @@ def test_no_edits_commits_nothing(repo):
     before = subjects(repo)
     assert commit_human_edits(repo) is None
     assert subjects(repo) == before
+
+
+def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
+    """Classifying and committing share one split: each changed file's diff is read once."""
+    from gtd.workflow import git as gitmod
+
+    (repo / "app.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app")
+    (repo / "app.py").write_text("x = 2\n# TODO: handle negative numbers\n")
+    (repo / "README.md").write_text("# project\nbetter words\n")
+    diffs = []
+    real = gitmod.git
+
+    def counting(repo_, *args, **kwargs):
+        if args[:1] == ("diff",) and args[1:2] == ("HEAD",):
+            diffs.append(args[-1])
+        return real(repo_, *args, **kwargs)
+
+    monkeypatch.setattr(gitmod, "git", counting)
+    edits = commit_human_edits(repo)
+    assert edits.step == Step.FEEDBACK
+    assert sorted(diffs) == ["README.md", "app.py"]
