@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from gtd.errors import GtdError
 
@@ -34,6 +37,20 @@ def _identity_env(repo: Path) -> dict[str, str]:
     if git(repo, "config", "user.email", check=False).strip():
         return {}
     return FALLBACK_IDENTITY
+
+
+@contextmanager
+def temporary_index() -> Iterator[dict[str, str]]:
+    """The environment for git commands that must leave the real index alone: a throw-away index
+    file (not yet created; git makes it), removed afterwards."""
+    fd, index = tempfile.mkstemp(prefix="gtd-index-")
+    os.close(fd)
+    os.unlink(index)
+    try:
+        yield {"GIT_INDEX_FILE": index}
+    finally:
+        if os.path.exists(index):
+            os.unlink(index)
 
 
 @dataclass(frozen=True)
@@ -83,15 +100,10 @@ def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
 def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | None:
     """Commit one file with exactly this content, whatever the work tree or the index hold: the
     person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
-    import tempfile
-
     blob = subprocess.run(["git", *NO_HOOKS, "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
                           capture_output=True, text=True, check=True).stdout.strip()
-    fd, index = tempfile.mkstemp(prefix="gtd-index-")
-    os.close(fd)
-    os.unlink(index)
-    env = {"GIT_INDEX_FILE": index, **_identity_env(repo)}
-    try:
+    with temporary_index() as index_env:
+        env = {**index_env, **_identity_env(repo)}
         parent = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if parent:
             git(repo, "read-tree", parent, env=env)
@@ -102,9 +114,6 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
         sha = subprocess.run(["git", *NO_HOOKS, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
                              cwd=repo, input=message, capture_output=True, text=True, check=True,
                              env={**os.environ, **env}).stdout.strip()
-    finally:
-        if os.path.exists(index):
-            os.unlink(index)
     git(repo, "update-ref", "-m", f"gtd: {message.splitlines()[0]}", "HEAD", sha, *([parent] if parent else []))
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")  # the index agrees with the commit
     return sha

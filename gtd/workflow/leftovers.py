@@ -9,8 +9,6 @@ behind, and as long as nobody touched it the next run simply carries on with it.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from gtd.config.writer import atomic_write
@@ -27,18 +25,11 @@ def _marker(repo: Path) -> Path:
 def worktree_tree(repo: Path) -> str:
     """The git tree id of the whole work tree as it is now (untracked files included), via a
     throw-away index so the real index is left alone."""
-    fd, index = tempfile.mkstemp(prefix="gtd-index-")
-    os.close(fd)
-    os.unlink(index)
-    env = {"GIT_INDEX_FILE": index}
-    try:
+    with git.temporary_index() as env:
         if git.has_commits(repo):
             git.git(repo, "read-tree", "HEAD", env=env)
         git.git(repo, "add", "-A", env=env)
         return git.git(repo, "write-tree", env=env).strip()
-    finally:
-        if os.path.exists(index):
-            os.unlink(index)
 
 
 def remember(repo: Path, phase: str, reason: str) -> bool:

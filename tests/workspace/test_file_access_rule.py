@@ -25,8 +25,7 @@ MODULE_FUNCTIONS = {"os": {"remove", "replace", "rename", "open", "unlink", "mkd
 
 # (file below gtd/, function) -> why it is not a workspace access.
 ALLOWED = {
-    ("workflow/leftovers.py", "worktree_tree"): "a throw-away git index in the system temp dir",
-    ("workflow/git.py", "commit_file_text"): "a throw-away git index in the system temp dir",
+    ("workflow/git.py", "temporary_index"): "a throw-away git index in the system temp dir",
     ("workflow/leftovers.py", "untouched"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/phase_agent.py", "_create_approved_path"):
