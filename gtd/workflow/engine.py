@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from gtd.terminal_text import markup
-from gtd.workflow.build import build_step
 from gtd.config.schema import Phase
+from gtd.terminal_text import markup
 from gtd.workflow import git, testcmd
 from gtd.workflow.build import build_step, check_tests
 from gtd.workflow.context import RunContext
