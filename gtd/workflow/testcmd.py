@@ -38,6 +38,15 @@ def _text(root: Path, name: str) -> str | None:
         return None
 
 
+def _there(root: Path, name: str) -> bool:
+    """Whether the project has this regular file (never through a symlink), without reading it: a
+    lockfile bigger than what gtd reads is still there."""
+    try:
+        return workspace_files.is_file(root, name)
+    except (OSError, workspace_files.UnsafeWorkspacePath):
+        return False
+
+
 def _package_json_test(root: Path) -> str | None:
     text = _text(root, "package.json")
     if text is None:
@@ -49,25 +58,25 @@ def _package_json_test(root: Path) -> str | None:
     test = scripts.get("test") if isinstance(scripts, dict) else None
     if not isinstance(test, str) or not test.strip() or _NPM_PLACEHOLDER.search(test):
         return None
-    if _text(root, "pnpm-lock.yaml") is not None:
+    if _there(root, "pnpm-lock.yaml"):
         return "pnpm test"
-    if _text(root, "yarn.lock") is not None:
+    if _there(root, "yarn.lock"):
         return "yarn test"
-    if _text(root, "bun.lockb") is not None or _text(root, "bun.lock") is not None:
+    if _there(root, "bun.lockb") or _there(root, "bun.lock"):
         return "bun run test"
     return "npm test"
 
 
 def _uses_pytest(root: Path) -> str | None:
-    if _text(root, "pytest.ini") is not None:
+    if _there(root, "pytest.ini"):
         return "pytest.ini"
     if "[tool.pytest" in (_text(root, "pyproject.toml") or ""):
         return "pyproject.toml [tool.pytest]"
     if "[tool:pytest]" in (_text(root, "setup.cfg") or ""):
         return "setup.cfg [tool:pytest]"
-    if _text(root, "conftest.py") is not None or _text(root, "tests/conftest.py") is not None:
+    if _there(root, "conftest.py") or _there(root, "tests/conftest.py"):
         return "conftest.py"
-    if _text(root, "pyproject.toml") is not None or _text(root, "setup.py") is not None:
+    if _there(root, "pyproject.toml") or _there(root, "setup.py"):
         from gtd.workflow import git
 
         if git.git(root, "ls-files", "--", "tests/test_*.py", "test_*.py", check=False).strip():
@@ -89,16 +98,16 @@ def detect(root: Path) -> TestCommand:
         return TestCommand(npm, "package.json scripts.test")
     if _make_test(root):
         return TestCommand("make test", "the Makefile's `test` target")
-    if _text(root, "noxfile.py") is not None:
+    if _there(root, "noxfile.py"):
         return TestCommand("nox", "noxfile.py")
-    if _text(root, "tox.ini") is not None or "[tool.tox" in (_text(root, "pyproject.toml") or ""):
+    if _there(root, "tox.ini") or "[tool.tox" in (_text(root, "pyproject.toml") or ""):
         return TestCommand("tox", "tox.ini")
     pytest_source = _uses_pytest(root)
     if pytest_source:
         return TestCommand("python3 -m pytest -q", pytest_source)
-    if _text(root, "Cargo.toml") is not None:
+    if _there(root, "Cargo.toml"):
         return TestCommand("cargo test", "Cargo.toml")
-    if _text(root, "go.mod") is not None:
+    if _there(root, "go.mod"):
         return TestCommand("go test ./...", "go.mod")
     return TestCommand(None, "")
 
@@ -108,9 +117,9 @@ def propose(root: Path) -> TestCommand:
     found = detect(root)
     if found.command:
         return found
-    if _text(root, "pyproject.toml") is not None or _text(root, "setup.py") is not None:
+    if _there(root, "pyproject.toml") or _there(root, "setup.py"):
         return TestCommand("python3 -m pytest -q", "a Python project (pyproject.toml/setup.py): a guess")
-    if _text(root, "package.json") is not None:
+    if _there(root, "package.json"):
         return TestCommand("npm test", "package.json (no test script yet): a guess")
     return found
 

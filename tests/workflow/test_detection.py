@@ -18,6 +18,18 @@ def test_package_json_test_script_wins_and_npm_placeholder_does_not(tmp_path):
     assert propose(tmp_path).command == "npm test"  # init still proposes one
 
 
+def test_a_lockfile_bigger_than_gtd_reads_still_picks_the_runner(tmp_path):
+    """Presence is checked without reading: a 2 MiB yarn.lock (common) is still yarn's."""
+    from gtd.workspace_files import MAX_READ_BYTES
+
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": {"test": "jest"}}))
+    (tmp_path / "yarn.lock").write_text("#" * (2 * MAX_READ_BYTES))
+    assert detect(tmp_path).command == "yarn test"
+    (tmp_path / "yarn.lock").unlink()
+    (tmp_path / "yarn.lock").symlink_to(tmp_path / "package.json")  # never followed: not there
+    assert detect(tmp_path).command == "npm test"
+
+
 def test_python_rust_go_make(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
     assert detect(tmp_path).command == "python3 -m pytest -q"
