@@ -47,12 +47,13 @@ def remove_absorbed(repo: Path, todo_text: str) -> list[str]:
     removed = []
     for path, numbers in by_file.items():
         try:
-            text = workspace_files.read_text(repo, path)
-        except (OSError, workspace_files.UnsafeWorkspacePath):
-            continue
+            text = workspace_files.read_text(repo, path, errors="strict")
+        except (OSError, workspace_files.UnsafeWorkspacePath, UnicodeDecodeError):
+            continue  # (not UTF-8: rewriting it would replace its other bytes)
         if text is None:
             continue
         lines = text.splitlines(keepends=True)
+        before = len(removed)
         for number in sorted(numbers, reverse=True):
             if number > len(lines):
                 continue
@@ -64,5 +65,6 @@ def remove_absorbed(repo: Path, todo_text: str) -> list[str]:
             else:
                 lines[number - 1] = kept
             removed.append(f"{path}:{number}")
-        workspace_files.write_text(repo, path, "".join(lines))
+        if len(removed) > before:  # a file with nothing cut is left alone, not rewritten
+            workspace_files.write_text(repo, path, "".join(lines))
     return sorted(removed)

@@ -151,3 +151,19 @@ def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
     edits = commit_human_edits(repo)
     assert edits.step == Step.FEEDBACK
     assert sorted(diffs) == ["README.md", "app.py"]
+
+
+def test_absorbing_markers_leaves_files_it_cuts_nothing_from_alone(repo):
+    """A cited marker outside a comment is kept, and its file is not rewritten; a file that is not
+    UTF-8 is never rewritten (its other bytes would be replaced)."""
+    from gtd.workflow.markers import remove_absorbed
+
+    (repo / "app.py").write_text('print("TODO: not a comment")\n')
+    (repo / "latin.py").write_bytes(b"# caf\xe9\n# TODO: cited\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code")
+    inode = (repo / "app.py").stat().st_ino
+    assert remove_absorbed(repo, "- [ ] x (app.py:1, latin.py:2)\n") == []
+    assert (repo / "app.py").stat().st_ino == inode
+    assert (repo / "latin.py").read_bytes() == b"# caf\xe9\n# TODO: cited\n"
+    assert git(repo, "status", "--porcelain") == ""
