@@ -52,7 +52,7 @@ def remove_absorbed(repo: Path, todo_text: str) -> list[str]:
             continue  # (not UTF-8: rewriting it would replace its other bytes)
         if text is None:
             continue
-        lines = text.splitlines(keepends=True)
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)  # git's lines: split at \n only (not at \f, \v, \x1c...)
         before = len(removed)
         for number in sorted(numbers, reverse=True):
             if number > len(lines):

@@ -167,3 +167,14 @@ def test_absorbing_markers_leaves_files_it_cuts_nothing_from_alone(repo):
     assert (repo / "app.py").stat().st_ino == inode
     assert (repo / "latin.py").read_bytes() == b"# caf\xe9\n# TODO: cited\n"
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_absorbing_a_marker_counts_lines_as_git_does(repo):
+    """git grep's line numbers count newlines only: a form feed (a page break) is not a line."""
+    from gtd.workflow.markers import remove_absorbed
+
+    (repo / "app.py").write_text("a = 1\n\x0c\n# TODO: kept\ny = 2  # FIXME: cited\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code")
+    assert remove_absorbed(repo, "- [ ] x (app.py:4)\n") == ["app.py:4"]
+    assert (repo / "app.py").read_text() == "a = 1\n\x0c\n# TODO: kept\ny = 2\n"
