@@ -242,9 +242,10 @@ def exists(root: Path, path: str | os.PathLike) -> bool:
 
 
 def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES) -> str | None:
-    """Git metadata gtd only parses for paths to protect (`.git` pointer files, `commondir`, git config
-    and its includes), in or out of the workspace. Symlinks are followed, as host git follows them:
-    not following would hide from gtd what git will read; the content is never shown to anyone.
+    """Files gtd only parses, in or out of the workspace: git metadata for paths to protect (`.git`
+    pointer files, `commondir`, git config and its includes) and the person's registry configs
+    (`~/.npmrc`, pip.conf, ...). Symlinks are followed, as git and the package managers follow them:
+    not following would hide from gtd what they will read; the content is never shown to anyone.
     Still only regular files (a FIFO cannot hang gtd), capped. None when missing or refused."""
     try:
         st = os.stat(path)
@@ -322,8 +323,9 @@ def remove(root: Path, path: str | os.PathLike) -> bool:
         return True
 
 
-def create_file(root: Path, path: str | os.PathLike) -> None:
-    """Create an empty regular file (its directory must exist); an existing regular file is left alone."""
+def create_file(root: Path, path: str | os.PathLike, *, exclusive: bool = False) -> None:
+    """Create an empty regular file (its directory must exist); an existing regular file is left
+    alone, or with `exclusive` is FileExistsError (the caller must know the file is its own)."""
     parent = _parent(root, path)
     if parent is None:
         raise UnsafeWorkspacePath(os.fspath(path), "cannot be created: its directory does not exist")
@@ -331,6 +333,8 @@ def create_file(root: Path, path: str | os.PathLike) -> None:
         try:
             os.close(os.open(parent.name, _NEW_FLAGS, NEW_FILE_MODE, dir_fd=parent.fd))
         except FileExistsError:
+            if exclusive:
+                raise
             st = parent.lstat()
             if st is None or not stat.S_ISREG(st.st_mode):
                 raise _refuse_kind(parent.shown, st.st_mode if st else 0) from None

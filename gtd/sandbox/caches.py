@@ -104,10 +104,11 @@ def _expand(value: str, home: Path) -> Path:
 def _configured_cache_dirs(home: Path, environ: Mapping[str, str]) -> dict[str, Path]:
     """Cache dirs set in the tools' own user config: pip.conf `cache-dir`, uv.toml `cache-dir`, ~/.npmrc `cache`."""
     from gtd.sandbox import registries as reg
+    from gtd.workspace_files import read_metadata_text
 
     found: dict[str, Path] = {}
     for path in reg.pip_config_files(home, environ):  # later files win, as in pip
-        text = reg._read(path)
+        text = read_metadata_text(path)
         match = re.search(r"^\s*cache[-_]dir\s*[=:]\s*(\S+)", text or "", re.MULTILINE)
         if match:
             found["pip"] = _expand(match.group(1), home)

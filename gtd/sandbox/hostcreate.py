@@ -2,9 +2,10 @@
 
 A writable path the policy names (a provider's state dir, a configured `build/`, the phase's
 TODO.md) may be missing when a session starts. Creating it with `mkdir -p`/`touch` would follow a
-symlink the agent left in an earlier phase and create the directory or file anywhere. Here every
-component below a trusted base is opened with O_NOFOLLOW relative to its parent's descriptor, and
-created with mkdirat/openat(O_EXCL): a symlink or non-directory on the way is an error.
+symlink the agent left in an earlier phase and create the directory or file anywhere. The walk
+itself is workspace_files' (every component below a trusted base opened O_NOFOLLOW from its
+parent's descriptor, created with mkdirat/openat(O_EXCL)); this module only picks the base and
+speaks OSError, which is what the session expects of a path it cannot prepare.
 
 The base is the workspace for paths inside it; outside it, the longest existing prefix *resolved*
 (a user's own `~/.cache -> /data/cache` is honoured), which the caller checks against the policy.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from gtd import workspace_files
 
 
 class UnsafePath(OSError):
@@ -30,42 +33,18 @@ def existing_prefix(path: Path) -> tuple[Path, tuple[str, ...]]:
     return p, tuple(reversed(missing))
 
 
-def _open_dir(base: Path, parts: tuple[str, ...], *, create: bool) -> int:
-    fd = os.open(base, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts:
-            if part in ("", ".", ".."):
-                raise UnsafePath(f"refusing path component {part!r}")
-            if create:
-                try:
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            try:
-                nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except (NotADirectoryError, OSError) as exc:
-                if isinstance(exc, FileNotFoundError):
-                    raise
-                raise UnsafePath(f"{part} in {base} is a symlink or not a directory") from exc
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def make_dirs(path: Path, base: Path) -> None:
     """mkdir -p `path` below the existing directory `base`, following no symlink below `base`."""
-    fd = _open_dir(base, Path(path).relative_to(base).parts, create=True)
-    os.close(fd)
+    try:
+        workspace_files.make_dirs(base, path)
+    except workspace_files.UnsafeWorkspacePath as exc:
+        raise UnsafePath(str(exc)) from None
 
 
 def create_empty_file(path: Path, base: Path) -> None:
-    """Create `path` as a new empty regular file (its parent must exist below `base`, no symlink)."""
-    fd = _open_dir(base, Path(path).parent.relative_to(base).parts, create=False)
+    """Create `path` as a new empty regular file (its parent must exist below `base`, no symlink);
+    something already there is FileExistsError: only a file gtd made is gtd's to remove later."""
     try:
-        os.close(os.open(Path(path).name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o666, dir_fd=fd))
-    finally:
-        os.close(fd)
+        workspace_files.create_file(base, path, exclusive=True)
+    except workspace_files.UnsafeWorkspacePath as exc:
+        raise UnsafePath(str(exc)) from None
