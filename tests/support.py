@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import socket
 import ssl
 import subprocess
 import sys
@@ -52,6 +53,18 @@ def serving(body: bytes, *, certificate: tuple[Path, Path] | None = None) -> Ite
     finally:
         server.shutdown()
         server.server_close()
+
+
+def stop_listening(listener: socket.socket, thread: threading.Thread) -> None:
+    """Stop a test server's accept loop: shut the listener down (which wakes the blocked accept()), wait
+    for the thread to leave, and only then close. Closing first lets a thread that is about to call
+    accept() reach whatever socket reuses the descriptor number next (another test's server)."""
+    try:
+        listener.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    thread.join(10)
+    listener.close()
 
 
 def configure_scripted(repo: Path, script: dict) -> None:

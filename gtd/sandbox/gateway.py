@@ -25,16 +25,21 @@ class NamespaceGateway:
         self.proxy = proxy
         self.names = names
         self._closed = False
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> "NamespaceGateway":
         self.proxy.serve(self.sockets.proxy)
         for listener in self.sockets.intercept:
             self.proxy.serve_intercepted(listener, self.names.name_for)
         for sock in self.sockets.dns:
-            threading.Thread(target=self._dns_loop, args=(DnsResponder(sock, self.names),), daemon=True, name="gtd-dns").start()
+            self._threads.append(threading.Thread(target=self._dns_loop, args=(DnsResponder(sock, self.names),),
+                                                  daemon=True, name="gtd-dns"))
         for port, listeners in self.sockets.forwards.items():
             for listener in listeners:
-                threading.Thread(target=self._forward_loop, args=(listener, port), daemon=True, name="gtd-forward").start()
+                self._threads.append(threading.Thread(target=self._forward_loop, args=(listener, port), daemon=True,
+                                                      name="gtd-forward"))
+        for thread in self._threads:
+            thread.start()
         return self
 
     def close(self) -> None:
@@ -47,6 +52,9 @@ class NamespaceGateway:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it
             except OSError:
                 pass
+        for thread in self._threads:  # gone before the descriptors close: none can reach a reused number
+            thread.join(5)
+        for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group)]:
             sock.close()
 
     def _dns_loop(self, responder: DnsResponder) -> None:

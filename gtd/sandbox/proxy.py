@@ -67,23 +67,31 @@ class FilteringProxy:
         self._connect_timeout = connect_timeout
         self._approved: set[tuple[str, int]] = set()
         self._ask_lock = threading.Lock()
-        self._listeners: set[socket.socket] = set()
+        self._listeners: dict[socket.socket, threading.Thread] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
+        self._start_accepting(listener, self._handle)
+
+    def _start_accepting(self, listener: socket.socket, handler: Callable[[socket.socket], None]) -> None:
+        thread = threading.Thread(target=self._accept_loop, args=(listener, handler), daemon=True, name="gtd-proxy-accept")
         with self._lock:
-            self._listeners.add(listener)
-        threading.Thread(target=self._accept_loop, args=(listener,), daemon=True, name="gtd-proxy-accept").start()
+            self._listeners[listener] = thread
+        thread.start()
 
     def stop_serving(self, listener: socket.socket) -> None:
+        """Stop accepting: the accept thread is woken and gone before the descriptor is closed, so it can
+        never call accept() on a socket that later reuses the same descriptor number."""
         with self._lock:
-            self._listeners.discard(listener)
+            thread = self._listeners.pop(listener, None)
         try:
             listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         except OSError:
             pass
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)
         listener.close()
 
     def close(self) -> None:
@@ -94,13 +102,9 @@ class FilteringProxy:
         """Serve a listener that catches direct connections (clients that ignore proxy variables):
         the address a connection was sent to names its destination (`names` maps gtd's DNS stand-in
         addresses back to names), and the usual policy decides."""
-        with self._lock:
-            self._listeners.add(listener)
-        handler = lambda conn: self._handle_intercepted(conn, names)  # noqa: E731
-        threading.Thread(target=self._accept_loop, args=(listener, handler), daemon=True, name="gtd-proxy-accept").start()
+        self._start_accepting(listener, lambda conn: self._handle_intercepted(conn, names))
 
-    def _accept_loop(self, listener: socket.socket, handler: Callable[[socket.socket], None] | None = None) -> None:
-        handler = handler or self._handle
+    def _accept_loop(self, listener: socket.socket, handler: Callable[[socket.socket], None]) -> None:
         while True:
             try:
                 conn, _ = listener.accept()

@@ -320,7 +320,13 @@ class _RawUpstream:
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
         self.received = b""
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        from support import stop_listening
+
+        stop_listening(self.sock, self._thread)
 
     def _serve(self):
         import time
@@ -375,7 +381,7 @@ def test_absolute_form_request_goes_to_the_authorised_host_only(sandbox, repo):
     s = sandbox(Level.READWRITE, config=_upstream_config(up.port))
     _raw(s, repo, f"GET http://127.0.0.1:{up.port}/a HTTP/1.1\\r\\nHost: evil.test\\r\\nProxy-Authorization: Basic AUTH"
                   "\\r\\nContent-Length: 3\\r\\n\\r\\nabcGET /b HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n")
-    up.sock.close()
+    up.close()
     text = up.received.decode("latin-1")
     assert text.startswith("GET /a HTTP/1.1\r\n"), text
     assert f"\r\nHost: 127.0.0.1:{up.port}\r\n" in text and "evil.test" not in text, text
@@ -389,7 +395,7 @@ def test_chunked_ambiguous_or_injected_headers_are_refused_for_plain_http(sandbo
                   "X: a\\nHost: evil.test", " folded: x", "X: a\\rHost: evil.test"):
         _raw(s, repo, f"POST http://127.0.0.1:{up.port}/ HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n{extra}"
                       "\\r\\n\\r\\n0\\r\\n\\r\\nGET /smuggled HTTP/1.1\\r\\n\\r\\n")
-    up.sock.close()
+    up.close()
     assert b"smuggled" not in up.received and up.received == b"", up.received
 
 
@@ -399,7 +405,7 @@ def test_connect_and_a_second_request_on_one_connection_do_not_mix(sandbox, repo
     s = sandbox(Level.READWRITE, config=_upstream_config(up.port))
     _raw(s, repo, "CONNECT evil.test:443 HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n\\r\\n"
                   f"GET http://127.0.0.1:{up.port}/smuggled HTTP/1.1\\r\\nProxy-Authorization: Basic AUTH\\r\\n\\r\\n")
-    up.sock.close()
+    up.close()
     assert up.received == b""
     assert [v.target for v in s.violations] == ["evil.test:443"]
 

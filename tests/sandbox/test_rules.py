@@ -86,6 +86,21 @@ def test_failing_decider_fails_closed():
     assert not v.ok and v.denied and "decider failed" in v.reason
 
 
+def test_stop_serving_ends_the_accept_thread_before_the_descriptor_can_be_reused():
+    # Closing a listener while its thread is about to call accept() lets that thread accept on whatever
+    # socket reuses the descriptor number next (the flake where a Go test got an SSH stand-in's banner).
+    import socket
+    import threading
+
+    proxy = FilteringProxy(DomainRules(), "tok")
+    listener = socket.create_server(("127.0.0.1", 0))
+    proxy.serve(listener)
+    accepting = [t for t in threading.enumerate() if t.name == "gtd-proxy-accept" and t.is_alive()]
+    proxy.stop_serving(listener)
+    assert accepting and not any(t.is_alive() for t in accepting)
+    assert listener.fileno() == -1
+
+
 @pytest.mark.parametrize("text,paths", [
     ("touch: cannot touch '/x/y': Read-only file system", ["/x/y"]),
     ("bash: line 1: /etc/z: Permission denied", ["/etc/z"]),

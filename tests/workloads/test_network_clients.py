@@ -24,6 +24,7 @@ import pytest
 from gtd.config.schema import GtdConfig, Level
 from gtd.sandbox.policy import build_policy
 from gtd.sandbox.session import open_sandbox
+from support import stop_listening
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
@@ -96,9 +97,10 @@ def ssh_server():
                 except OSError:
                     pass
 
-    threading.Thread(target=serve, daemon=True).start()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
     yield srv.getsockname()[1], banners
-    srv.close()
+    stop_listening(srv, thread)
 
 
 def _session(request, home: Path, repo: Path, port: int):
