@@ -202,7 +202,10 @@ def run(
             proc.kill()
             code = proc.wait()
         if tap:
-            _report_refused_writes(policy, cwd, tap.finish(), session)
+            stderr_text = tap.finish()
+            _report_refused_writes(policy, cwd, stderr_text, session)
+            if code != 0:
+                _show_hints(policy, stderr_text, escalator)
     code = code if code >= 0 else 128 - code
     pending = [request.model_dump(mode="json") for request in escalator.headless_denied] if escalator else []
     payload = {"status": "escalation_pending" if pending else "ok", "requests": pending, "commandExitCode": code}
@@ -226,6 +229,18 @@ def _show_refusal(v) -> None:
     """A refusal on screen as it happens: what, why, and where to look for the one change that allows it."""
     why = f"; see `gtd sandbox why {v.target}`" if v.kind in ("network", "write") else ""
     write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail}){why}\n", stream=sys.stderr)
+
+
+def _show_hints(policy, stderr_text: str, escalator) -> None:
+    """A failed command whose error blames the network for a write the sandbox refused (npm's EROFS
+    "while trying to fetch"): the refused path, on stderr (stdout stays the command's), and audited."""
+    from gtd.sandbox.hints import misleading_error_hints
+
+    hints = misleading_error_hints(stderr_text, policy)
+    for hint in hints:
+        write(hint + "\n", stream=sys.stderr)
+    if hints and escalator:
+        escalator.audit.record("hint", hints=hints)
 
 
 def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None:

@@ -58,3 +58,30 @@ def test_the_build_phase_shows_the_hint_and_asks_for_no_host(repo, npm_registry,
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"the cause is the sandbox refusing to write {cache}" in result.stderr
     assert "escalation_pending" not in result.stdout
+
+
+def test_sandbox_run_shows_the_hint_on_stderr_and_leaves_stdout_to_the_command(repo, npm_registry, isolated_home):
+    cache = isolated_home / "team-cache"
+    cache.mkdir()
+    user_config = isolated_home / ".config" / "gtd" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(f'[sandbox.levels.network]\nallowDomains = ["127.0.0.1:{npm_registry.port}"]\n'
+                           f'hostLoopbackPorts = [{npm_registry.port}]\n')
+    script = f"echo the-command-said-this; {_install(npm_registry.port, cache)} >/dev/null"
+    result = run_gtd("sandbox", "run", "--level", "network", "--", "sh", "-c", script, cwd=repo, timeout=300)
+    assert result.returncode not in (0, 4), result.stdout + result.stderr  # npm's own failure, passed through
+    assert result.stdout == "the-command-said-this\n"
+    assert "while trying to fetch" in result.stderr
+    assert f"[gtd] hint: this error mentions the network, but the cause is the sandbox refusing to write {cache}" \
+        in result.stderr
+    audit = json.loads(run_gtd("audit", "--json", cwd=repo).stdout)
+    assert any(e.get("event") == "hint" and str(cache) in e["hints"][0] for e in audit), audit
+
+
+def test_sandbox_run_shows_no_hint_when_the_command_succeeds_or_fails_for_another_reason(repo):
+    ok = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c",
+                 "touch /usr/x; echo 'fetch failed' >&2; true", cwd=repo)
+    assert ok.returncode == 0 and "[gtd] hint" not in ok.stderr, ok.stderr
+    failed = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c", "echo 'network is down' >&2; exit 3",
+                     cwd=repo)
+    assert failed.returncode == 3 and "[gtd] hint" not in failed.stderr, failed.stderr
