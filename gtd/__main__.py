@@ -1,3 +1,3 @@
-from gtd.cli.app import main
+from gtd.cli.entry import main
 
 main()

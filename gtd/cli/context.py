@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gtd.cli.options import RunOptions
 from gtd.errors import GtdError
 from gtd.terminal_text import markup
 from gtd.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from gtd.cli.options import RunOptions  # typer's option types live there: `gtd sandbox run` skips typer
     from gtd.config.loader import LoadedConfig
 
 
@@ -61,11 +62,15 @@ _trust_filter.cache_inputs = _trust_inputs
 
 def load(options: RunOptions) -> LoadedConfig:
     """The effective config, with untrusted loosening from the project file dropped (and said so)."""
+    return load_at(options.cwd(), options.config_flags())
+
+
+def load_at(cwd: Path, flags: dict) -> LoadedConfig:
+    """`load` for a directory and command-line config layer (no RunOptions: no typer)."""
     from gtd.config.loader import load_config
     from gtd.paths import config_cache_dir
 
-    loaded = load_config(options.cwd(), options.config_flags(), project_filter=_trust_filter,
-                         cache_dir=config_cache_dir())
+    loaded = load_config(cwd, flags, project_filter=_trust_filter, cache_dir=config_cache_dir())
     for warning in loaded.warnings:
         stderr.print(f"[yellow]warning:[/yellow] {markup(warning)}", highlight=False)
     return loaded

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -21,37 +19,9 @@ LevelOpt = Annotated[Optional[Level], typer.Option("--level", help="Use this lev
 
 
 def _policy(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True):
-    from gtd.config.view import ConfigView
-    from gtd.sandbox.policy import build_policy
+    from gtd.cli.sandbox_run import policy_for
 
-    loaded = _load(directory)
-    workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
-    config = ConfigView(loaded.values)  # validated values: no pydantic models on `gtd sandbox run`
-    needs = _provider_needs(config) if with_provider else None
-    return build_policy(config, workspace=workspace, phase=phase, level=level, needs=needs)
-
-
-def _load(directory: Path | None):
-    """The effective config, the same way every other command loads it."""
-    try:
-        from gtd.cli.context import load
-        from gtd.cli.options import RunOptions
-
-        return load(RunOptions(directory=directory))
-    except ImportError:  # the escalation layer (project trust filter) is not installed yet
-        from gtd.config.loader import load_config
-
-        return load_config((directory or Path.cwd()).resolve())
-
-
-def _provider_needs(config):
-    """What the configured agent CLI needs (model API host, state dirs): part of every phase's policy."""
-    try:
-        from gtd.providers.registry import get_provider
-
-        return get_provider(config.provider, config).sandbox_needs()
-    except Exception:  # noqa: BLE001 - no provider installed: explain the policy without its needs
-        return None
+    return policy_for(phase, level, directory, with_provider=with_provider)
 
 
 def explain(
@@ -172,89 +142,9 @@ def run(
       gtd sandbox run --phase build -- make            # the build phase's level
       gtd sandbox run --level network -- pip install -r requirements.txt
     """
-    from gtd.sandbox.session import open_sandbox
-    from gtd.cli.stderr_tap import StderrTap
+    from gtd.cli.sandbox_run import run_in_sandbox
 
-    policy = _policy(phase, level, directory)
-    escalator = _escalator(policy, phase, non_interactive)
-    if policy.unrestricted:
-        why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"
-        write(f"gtd sandbox: WARNING: running without a sandbox ({why})\n", stream=sys.stderr)
-    cwd = (directory or Path.cwd()).resolve()
-    decider = escalator.network_decider if escalator else None
-
-    def on_violation(v) -> None:
-        _show_refusal(v)
-        if escalator:
-            escalator.audit.record("violation", **v.to_dict())
-
-    tap = None if policy.unrestricted else StderrTap()
-    with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session:
-        try:
-            proc = session.popen(command, cwd=cwd, stdout=tap.writer if tap and tap.merged else None,
-                                 stderr=tap.writer if tap else None)
-        finally:
-            if tap:
-                tap.started()
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            proc.kill()
-            code = proc.wait()
-        if tap:
-            stderr_text = tap.finish()
-            _report_refused_writes(policy, cwd, stderr_text, session)
-            if code != 0:
-                _show_hints(policy, stderr_text, escalator)
-    code = code if code >= 0 else 128 - code
-    pending = [request.model_dump(mode="json") for request in escalator.headless_denied] if escalator else []
-    payload = {"status": "escalation_pending" if pending else "ok", "requests": pending, "commandExitCode": code}
-    if pending:
-        payload["hint"] = "run `gtd approve` in a terminal, then run the command again"
-        write(f"gtd sandbox: {len(pending)} request(s) saved for `gtd approve`\n", stream=sys.stderr)
-    if pending_json is not None:
-        from gtd.config.writer import atomic_write
-
-        atomic_write(pending_json.absolute(), json.dumps(payload) + "\n")
-        raise typer.Exit(code)
-    if pending:
-        from gtd.exitcodes import ExitCode
-
-        write(json.dumps(payload) + "\n", stream=sys.stderr)  # ASCII JSON: nothing to escape
-        raise typer.Exit(ExitCode.ESCALATION_PENDING)
-    raise typer.Exit(code)
-
-
-def _show_refusal(v) -> None:
-    """A refusal on screen as it happens: what, why, and where to look for the one change that allows it."""
-    why = f"; see `gtd sandbox why {v.target}`" if v.kind in ("network", "write") else ""
-    write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail}){why}\n", stream=sys.stderr)
-
-
-def _show_hints(policy, stderr_text: str, escalator) -> None:
-    """A failed command whose error blames the network for a write the sandbox refused (npm's EROFS
-    "while trying to fetch"): the refused path, on stderr (stdout stays the command's), and audited."""
-    from gtd.sandbox.hints import misleading_error_hints
-
-    hints = misleading_error_hints(stderr_text, policy)
-    for hint in hints:
-        write(hint + "\n", stream=sys.stderr)
-    if hints and escalator:
-        escalator.audit.record("hint", hints=hints)
-
-
-def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None:
-    """Writes the command reported as refused (EROFS/EACCES in its error output) that the policy
-    indeed refuses: reported and audited like the workflow's, with the rule that decided."""
-    from gtd.sandbox.session import Violation
-    from gtd.sandbox.violations import denied_write_paths
-    from gtd.sandbox.why import why_path
-
-    for raw in denied_write_paths(stderr_text):
-        path = Path(raw) if Path(raw).is_absolute() else cwd / raw
-        verdict = why_path(policy, Path(os.path.normpath(path)))
-        if not verdict.allowed:
-            session.record_violation(Violation.now("write", verdict.target, policy.level, verdict.reason))
+    raise typer.Exit(run_in_sandbox(command, phase, level, directory, non_interactive, pending_json))
 
 
 def why(
@@ -287,44 +177,6 @@ def why(
         if verdict.fix and not verdict.allowed:
             write(f"  to change it: {verdict.fix}" + "\n")
     raise typer.Exit(0 if verdict.allowed else 1)
-
-
-def _escalator(policy, phase: Phase | None, non_interactive: bool):
-    """Live network escalations for `sandbox run` inside a git repository (where rules can be saved)."""
-    from gtd.audit import AuditLog
-    from gtd.config.loader import find_repo_root
-
-    repo = find_repo_root(policy.workspace)
-    if repo is None:
-        return None
-    audit = AuditLog(repo)
-    audit.record("sandbox_run", level=policy.level.value, phase=phase.value if phase else None)
-    return _OnDemandEscalator(repo, audit, phase, non_interactive)
-
-
-class _OnDemandEscalator:
-    """The Escalator, built at the first connection no rule allows. Most runs never ask, and the
-    escalation layer (prompt, pending store, request models) costs more to import than the whole
-    start-up budget of `gtd sandbox run`."""
-
-    def __init__(self, repo: Path, audit, phase: Phase | None, non_interactive: bool):
-        self.audit = audit
-        self._args = (repo, phase, non_interactive)
-        self._escalator = None
-        self._lock = threading.Lock()  # the proxy asks from one thread per connection
-
-    def network_decider(self, connection) -> bool:
-        with self._lock:
-            if self._escalator is None:
-                from gtd.escalation.escalator import Escalator, is_interactive
-
-                repo, phase, non_interactive = self._args
-                self._escalator = Escalator(repo, interactive=is_interactive(non_interactive), audit=self.audit, phase=phase)
-        return self._escalator.network_decider(connection)
-
-    @property
-    def headless_denied(self) -> list:
-        return self._escalator.headless_denied if self._escalator is not None else []
 
 
 def register(app: typer.Typer) -> None:

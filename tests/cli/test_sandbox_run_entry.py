@@ -1,0 +1,107 @@
+"""`gtd sandbox run` through the console script's fast entry (cli/entry.py -> cli/sandbox_run.py), which
+skips typer: it must parse exactly what the typer command accepts, hand everything else to typer, and
+enforce the same boundary as the typer command (both call `run_in_sandbox`; these tests pin that)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gtd.cli.sandbox_run import parse_run_args
+from gtd.config.levels import Level, Phase
+
+FAST = [sys.executable, "-m", "gtd"]  # gtd/__main__.py: the same entry as the console script
+TYPER = [sys.executable, "-m", "gtd.cli.sandbox_cmd"]  # the typer command, no fast entry
+
+
+def test_parses_what_the_typer_command_takes():
+    parsed = parse_run_args(["--level", "network", "--phase=build", "-C", "sub", "--non-interactive",
+                             "--pending-json", "p.json", "--", "make", "-j2"])
+    assert parsed == {"command": ["make", "-j2"], "phase": Phase.BUILD, "level": Level.NETWORK,
+                      "directory": Path("sub"), "non_interactive": True, "pending_json": Path("p.json")}
+    # options end at the command's first word: its own options are its own
+    assert parse_run_args(["ls", "--level", "full"])["command"] == ["ls", "--level", "full"]
+    assert parse_run_args(["--", "--level"])["command"] == ["--level"]
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--"], ["--help"], ["-h"], ["--level", "bogus", "--", "true"], ["--level"], ["--unknown", "true"],
+    ["--level", "readonly", "--level", "network", "--", "true"], ["-C=dir", "true"], ["--non-interactive=1", "true"],
+])
+def test_anything_else_is_left_to_typer(args):
+    assert parse_run_args(args) is None
+
+
+PROBE = """
+import json, sys
+from gtd.cli.entry import main
+sys.argv[0] = "gtd"
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\\nPROBE:" + json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] in
+                                            ("typer", "click", "pydantic", "rich", "tomlkit"))]))
+"""
+
+
+def probe(args: list[str], cwd) -> tuple[int, list[str], subprocess.CompletedProcess]:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=60)
+    code, modules = json.loads(result.stderr.rsplit("PROBE:", 1)[1])
+    return code, modules, result
+
+
+@pytest.mark.bwrap
+def test_sandbox_run_imports_no_typer_and_falls_back_for_help(repo):
+    subprocess.run([*FAST, "config", "show"], cwd=repo, capture_output=True, check=True)  # fills the config cache
+    code, modules, _ = probe(["sandbox", "run", "--level", "readwrite", "--", "sh", "-c", "exit 5"], repo)
+    assert (code, modules) == (5, [])
+    code, modules, result = probe(["sandbox", "run", "--help"], repo)
+    assert code == 0 and "typer" in modules and "Run COMMAND inside the sandbox" in result.stdout
+
+
+@pytest.mark.bwrap
+def test_an_edited_config_is_validated_again_never_taken_from_the_cache(repo):
+    """The validated config is cached per exact bytes of every config file: an edit after a cached run
+    is a miss, validated again, and an invalid value stops gtd before anything runs."""
+    (repo / ".gtdrc.json").write_text(json.dumps({"sandbox": {"limits": {"processes": 64}}}))
+    first = subprocess.run([*FAST, "sandbox", "run", "--", "sh", "-c", "echo ran"], cwd=repo, capture_output=True, text=True)
+    assert (first.returncode, first.stdout) == (0, "ran\n"), first.stderr
+    (repo / ".gtdrc.json").write_text(json.dumps({"sandbox": {"limits": {"processes": "many"}}}))
+    second = subprocess.run([*FAST, "sandbox", "run", "--", "sh", "-c", "echo ran"], cwd=repo, capture_output=True, text=True)
+    assert second.returncode == 2 and second.stdout == ""
+    assert "invalid config" in second.stderr and ".gtdrc.json" in second.stderr
+
+
+BOUNDARY = r"""
+for target in "$PWD/inside.txt" "$PWD/.git/hooks/pre-commit" /etc/gtd-probe "$HOME/.bashrc"; do
+  if (echo x > "$target"); then echo "wrote $target"; else echo "refused $target"; fi
+done
+cat "$HOME/.ssh/id_test" 2>/dev/null && echo "read the key" || echo "key hidden"
+mkfifo /tmp/f && echo "fifo in private tmp"
+exit 9
+"""
+
+
+@pytest.mark.bwrap
+def test_fast_entry_and_typer_command_enforce_the_same_boundary(repo, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_test").write_text("SECRET")
+    env = {**os.environ, "HOME": str(home)}
+    results = []
+    for entry in (FAST, TYPER):
+        r = subprocess.run([*entry, "sandbox", "run", "--level", "readwrite", "--", "sh", "-c", BOUNDARY],
+                           cwd=repo, capture_output=True, text=True, env=env, timeout=60)
+        results.append((r.returncode, r.stdout))
+        assert "gtd sandbox: refused write" in r.stderr  # the refused writes are reported either way
+        (repo / "inside.txt").unlink()
+    assert results[0] == results[1]
+    assert results[0] == (9, f"wrote {repo}/inside.txt\nrefused {repo}/.git/hooks/pre-commit\nrefused /etc/gtd-probe\n"
+                             f"refused {home}/.bashrc\nkey hidden\nfifo in private tmp\n")
