@@ -95,6 +95,10 @@ class Provider(ABC):
     @abstractmethod
     def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome: ...
 
+    # True when the CLI's stream says when it retries a failed API request (claude, pi); for the
+    # others gtd shows what its network layer sees of the model API (sandbox/apiwatch.py).
+    reports_api_retries: bool = False
+
     # How a person logs this CLI in (shown when its error says it is not logged in).
     login_hint: str = ""
 

@@ -13,17 +13,21 @@ import errno
 import os
 import socket
 import threading
+from typing import Callable
 
 CHUNK = 1024 * 1024  # bytes per splice call, and the pipe size asked for
 USER_BUFSIZE = 256 * 1024
 _SPLICE = getattr(os, "splice", None)  # Linux only
+Observer = Callable[[bytes], None]
 
 
-def pump(a: socket.socket, b: socket.socket) -> None:
-    """Copy both directions until both are closed; a half-close is passed on."""
-    other = threading.Thread(target=copy, args=(b, a), daemon=True, name="gtd-proxy-pump")
+def pump(a: socket.socket, b: socket.socket, *, seen_ab: Observer | None = None,
+         seen_ba: Observer | None = None) -> None:
+    """Copy both directions until both are closed; a half-close is passed on. An observer gets
+    every chunk of its direction before it is sent on (the bytes then go through userspace)."""
+    other = threading.Thread(target=copy, args=(b, a), kwargs={"seen": seen_ba}, daemon=True, name="gtd-proxy-pump")
     other.start()
-    copy(a, b)
+    copy(a, b, seen=seen_ab)
     other.join()
 
 
@@ -37,14 +41,15 @@ def close_all(*sockets: socket.socket | None) -> None:
                 pass
 
 
-def copy(src: socket.socket, dst: socket.socket) -> None:
-    """Copy src to dst until EOF or an error, then half-close dst."""
+def copy(src: socket.socket, dst: socket.socket, *, seen: Observer | None = None) -> None:
+    """Copy src to dst until EOF or an error, then half-close dst. With `seen`, every chunk is shown
+    to it first (no splice: the model API's traffic is small)."""
     try:
         # splice needs blocking descriptors (a socket with a timeout is non-blocking underneath).
         src.settimeout(None)
         dst.settimeout(None)
-        if _SPLICE is None or not _splice_copy(src, dst, _SPLICE):
-            _user_copy(src, dst)
+        if seen is not None or _SPLICE is None or not _splice_copy(src, dst, _SPLICE):
+            _user_copy(src, dst, seen)
     except OSError:
         pass
     finally:
@@ -83,11 +88,13 @@ def _splice_copy(src: socket.socket, dst: socket.socket, splice) -> bool:
         os.close(write_end)
 
 
-def _user_copy(src: socket.socket, dst: socket.socket) -> None:
+def _user_copy(src: socket.socket, dst: socket.socket, seen: Observer | None = None) -> None:
     buf = bytearray(USER_BUFSIZE)
     view = memoryview(buf)
     while True:
         n = src.recv_into(buf)
         if not n:
             return
+        if seen is not None:
+            seen(bytes(view[:n]))
         dst.sendall(view[:n])

@@ -69,12 +69,20 @@ class PhaseAgent:
         return policy
 
     def _open(self, policy: SandboxPolicy) -> SandboxSession:
+        provider = self.ctx.provider
+        # A CLI that reports its own API retries (claude, pi) is heard; for one that retries silently
+        # (opencode), what gtd's network layer sees of the model API is shown instead.
+        watch = None if provider.reports_api_retries else self._api_trouble
         session = open_sandbox(policy, network_decider=self.ctx.escalator.network_decider,
-                               on_violation=self._record_violation)
+                               on_violation=self._record_violation, on_api_trouble=watch)
         if getattr(session, "unsandboxed", False):
             self.ctx.progress.warn(f"{self.phase.value}: running WITHOUT the sandbox (level {policy.level.value}, by explicit config)")
             self.ctx.audit.record("unsandboxed_run", phase=self.phase.value, level=policy.level.value)
         return session
+
+    def _api_trouble(self, trouble) -> None:
+        self.ctx.progress.api_trouble(trouble.describe(self.ctx.provider.name), host=trouble.host,
+                                      status=trouble.status)
 
     def _record_violation(self, violation: Violation) -> None:
         self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,

@@ -10,7 +10,7 @@ import pytest
 
 from agents import require_cli, point_at
 from fakemodel.server import say, shell
-from support import Screen, git, seen, uncoloured
+from support import Screen, git, run_gtd, seen, uncoloured
 
 pytestmark = [pytest.mark.e2e, pytest.mark.bwrap]
 
@@ -40,3 +40,44 @@ def test_claude_5xx_retries_are_shown_and_the_build_lands(repo, fake_model, monk
     assert status == 0, text
     assert "retrying (attempt 2 of 2)" in text
     assert "summary (ok, " in text and "🔨 build: Create hello.txt saying hi" in text
+
+
+def _opencode_plan(repo, fake_model, monkeypatch) -> None:
+    require_cli("opencode", monkeypatch)
+    point_at(fake_model, monkeypatch)
+    (repo / ".gtdrc.json").write_text(json.dumps({
+        "provider": "opencode", "models": {"build": "gtd-openai/fake-model"}, "testCommand": "cat hello.txt",
+        "baselineTests": "off", "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a plan")
+    fake_model.script([shell("echo hi > hello.txt"), say("done")])
+    fake_model.fail(503, "upstream overloaded", times=3)  # opencode retries these silently
+
+
+def test_opencode_silent_5xx_retries_are_shown_from_what_the_sandbox_sees(repo, fake_model, monkeypatch):
+    """opencode prints nothing while it backs off on 5xx; gtd reads the status lines on the model API's
+    connection (a plain-HTTP server on the host's loopback) and says so on screen."""
+    _opencode_plan(repo, fake_model, monkeypatch)
+    screen = Screen("build", cwd=repo, timeout=240)
+    try:
+        screen.child.expect(seen(f"API error (HTTP 503 from {fake_model.host_port}), opencode is retrying"))
+        status = screen.finish(timeout=240)
+    finally:
+        screen.stop()
+    text = uncoloured(screen.text)
+    assert status == 0, text
+    assert text.count(f"API error (HTTP 503 from {fake_model.host_port}), opencode is retrying") >= 3
+    assert "summary (ok, " in text and "🔨 build: Create hello.txt saying hi" in text
+
+
+def test_opencode_silent_5xx_retries_are_api_retry_events_in_jsonl(repo, fake_model, monkeypatch):
+    _opencode_plan(repo, fake_model, monkeypatch)
+    result = run_gtd("build", "--json", cwd=repo, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    retries = [{k: v for k, v in e.items() if k != "time"} for e in events if e["event"] == "api_retry"]
+    assert retries[:3] == [{"event": "api_retry", "phase": "build", "source": "proxy", "host": fake_model.host_port,
+                            "status": 503, "text": f"API error (HTTP 503 from {fake_model.host_port}), opencode is "
+                                                   "retrying"}] * 3
+    assert len(retries) == 3 and events[-1]["event"] == "run_end" and events[-1]["status"] == "ok"
