@@ -20,7 +20,10 @@ it exists after the run it is quarantined (see placeholders.py). Outside the wor
 part of HOME), and for gtd's own config and state dirs, which gtd reads while the agent runs, its
 first missing component gets a read-only empty placeholder file (a regular file: /dev/null would
 read as EACCES, binds are nodev), which bwrap creates on the host as a mount point and gtd removes
-when the last session ends, or at the next start after a crash.
+when the last session ends, or at the next start after a crash. The session first creates missing
+parent directories outside the workspace (`placeholder_parents`, made by hostcreate), so that first
+missing component is the protected path itself: a placeholder on ~/.config would stop every tool
+that creates ~/.config/<its own dir>.
 
 Each git dir in a writable root is one protected path, mounted read-only as a whole (see
 protected.py): nothing under it, existing or not, can be created or changed below level full.
@@ -247,6 +250,47 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
     return list({r.real: r for r in roots}.values())
 
 
+def _root_of(p: Path, writable: list[Path]) -> Path | None:
+    """The innermost writable root strictly holding p (None: p is read-only anyway)."""
+    inside = [w for w in writable if _strictly_inside(p, w)]
+    return max(inside, key=lambda w: len(w.parts)) if inside else None
+
+
+def _outermost_protected(policy: SandboxPolicy) -> list[Path]:
+    """The protected paths not inside another one (the outer mount covers the inner)."""
+    candidates = {str(p) for p in policy.protected}
+    return [p for p in policy.protected if not _has_ancestor_in(str(p), candidates)]
+
+
+def _gets_placeholder(where: Path, policy: SandboxPolicy) -> bool:
+    """A missing protected path's first missing component gets a read-only placeholder file outside
+    the workspace and in gtd's own dirs (which gtd reads while the agent runs); inside the workspace
+    it is watched instead (a mount point there would be a phantom file in the work tree)."""
+    gtd_own = (paths.user_config_dir(), paths.user_state_dir())
+    return not _inside(where, policy.workspace) or any(_inside(where, own) for own in gtd_own)
+
+
+def placeholder_parents(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
+    """(protected path, its first missing component) for each missing protected path outside the
+    workspace whose *parent* is missing too: a placeholder file on that first component (~/.config
+    for ~/.config/git) would block every tool that creates ~/.config/<its own dir>. The session
+    creates these parent directories on the host first (hostcreate), so the placeholder lands on
+    the protected path itself."""
+    try:
+        writable = [r.real for r in writable_roots(policy)]
+    except SandboxUnavailable:
+        return []  # every command will be refused, naming the path
+    found: list[tuple[Path, Path]] = []
+    for p in _outermost_protected(policy):
+        root = _root_of(p, writable)
+        if root is None or _inside(p, policy.workspace):
+            continue
+        state, where = _first_problem(p, root)
+        if state == "missing" and where != p and _gets_placeholder(where, policy):
+            found.append((p, where))
+    return found
+
+
 def _sealed_root(workspace: Path, writable: list[Path]) -> Path | None:
     """The workspace, when it is read-only yet holds a writable file directly (the phase's file)."""
     if any(_inside(workspace, w) for w in writable):
@@ -334,17 +378,11 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
                 add(anc, 2, "--bind", str(anc), str(anc))
 
     def root_of(p: Path) -> Path | None:
-        inside = [w for w in writable if _strictly_inside(p, w)]
-        return max(inside, key=lambda w: len(w.parts)) if inside else None
+        return _root_of(p, writable)
 
-    gtd_own = (paths.user_config_dir(), paths.user_state_dir())  # read by gtd during the run: prevented
-    project_config = policy.workspace / paths.PROJECT_CONFIG_NAME
     targets: list[Path] = []
-    # A protected path inside another protected path is covered by the outer mount.
-    protected = list(policy.protected)
-    protected_set = {str(p) for p in protected}
-    protected = [p for p in protected if not _has_ancestor_in(str(p), protected_set)]
-    for p in protected:
+    protected_set = {str(p) for p in policy.protected}
+    for p in _outermost_protected(policy):
         root = root_of(p)
         if root is None:
             continue  # outside every writable root: already read-only
@@ -362,9 +400,9 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         bind_ancestors(p, root)
         if state == "ok":
             add(p, 3, "--ro-bind", str(p), str(p))
-        elif where == project_config:
+        elif where == policy.workspace / paths.PROJECT_CONFIG_NAME:
             pass  # gtd itself creates it when the person saves an approval mid-run; untrusted until pinned
-        elif _inside(where, policy.workspace) and not any(_inside(where, own) for own in gtd_own):
+        elif not _gets_placeholder(where, policy):
             plan.watched.append((p, where))
         else:
             add(where, 3, "--ro-bind", str(empty_file()), str(where))

@@ -6,6 +6,9 @@ Three kinds of paths, recorded per workspace in gtd's locks dir (outside every s
   path *outside* the workspace (a writable part of HOME). Removed when still an empty regular file.
 - `created`: the phase's own file, created empty so it could be bound (TODO.md at readonly).
   Removed when the agent left it empty.
+- `parent`: a directory gtd created on the host so that a placeholder could sit on the protected
+  path itself (~/.config for ~/.config/git, when HOME is writable and has no ~/.config). Removed
+  (rmdir) when still an empty directory reached without a symlink.
 - `watched`: a protected path inside the workspace that was missing when a command started. It gets
   no mount (a mount point would be a phantom file in the work tree), so if it exists afterwards the
   agent planted it: it is moved to the project's quarantine dir and reported.
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from gtd import paths
 
-KINDS = ("placeholder", "created", "watched")
+KINDS = ("placeholder", "created", "parent", "watched")
 
 
 def empty_file() -> Path:
@@ -82,9 +85,10 @@ class PlaceholderRegistry:
         return settled
 
     def add(self, created: list[Path] = (), *, placeholders: list[Path] = (),
-            watched: list[tuple[Path, Path]] = ()) -> None:
+            watched: list[tuple[Path, Path]] = (), parents: list[Path] = ()) -> None:
         """`watched`: (protected path, its first component that was missing when the command started)."""
         entries = {**{str(p): "created" for p in created}, **{str(p): "placeholder" for p in placeholders},
+                   **{str(p): "parent" for p in parents},
                    **{f"{p}\0{first}": "watched" for p, first in watched}}
         if not entries:
             return
@@ -125,7 +129,14 @@ class PlaceholderRegistry:
                     st = os.lstat(p)
                 except OSError:
                     continue
-                if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                if kind == "parent":
+                    if stat.S_ISDIR(st.st_mode) and os.path.realpath(p.parent) == str(p.parent):
+                        try:
+                            p.rmdir()  # only ever an empty directory
+                            done.append((p, "removed the empty directory gtd created for a placeholder"))
+                        except OSError:
+                            pass
+                elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
                     try:
                         p.unlink()
                         done.append((p, f"removed the empty {kind} file"))

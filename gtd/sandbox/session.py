@@ -142,6 +142,10 @@ class SandboxSession:
 
             self._registry = PlaceholderRegistry(self.policy.workspace)
             self._record_settled(self._registry.enter())  # what a killed session left behind
+            if sys.platform != "darwin":
+                from gtd.sandbox.hostcreate import make_placeholder_parents
+
+                make_placeholder_parents(self.policy, self._registry)
         self._started = True
         return self
 

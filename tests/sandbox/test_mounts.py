@@ -321,3 +321,32 @@ def test_reading_git_is_clean_and_temporary_repositories_stay_fully_usable(sandb
     r = sh(s, "cd /tmp && git init -q t && cd t && echo x > f && git add f && git -c user.name=a -c user.email=b"
               " commit -qm x && git checkout -qb topic && git stash list && echo TMP-OK", repo)
     assert r.out.rstrip().endswith("TMP-OK"), r.out + r.err
+
+
+@pytest.mark.parametrize("parent, protected", [(".config", ".config/git/config"), (".local/share", ".local/share/nvim/x")])
+def test_a_writable_home_lets_tools_create_a_missing_parent_of_protected_paths(sandbox, repo, home, parent, protected):
+    top = home / parent.split("/")[0]
+    assert not top.exists()
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"writablePaths": ["~"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    r = sh(s, f"mkdir -p ~/{parent}/foo && echo ok > ~/{parent}/foo/x && cat ~/{parent}/foo/x", repo)
+    assert r.returncode == 0 and r.out == "ok\n", r.err
+    assert (home / parent / "foo/x").read_text() == "ok\n"
+    attack = sh(s, f"mkdir -p ~/{os.path.dirname(protected)}; echo '[core]' > ~/{protected}; "
+                   f"mv ~/{os.path.dirname(protected)} ~/{parent}/moved; rm -rf ~/{os.path.dirname(protected)}", repo)
+    assert attack.returncode != 0, attack.err
+    swap = sh(s, f"mv ~/{parent} ~/swapped; mkdir -p ~/{os.path.dirname(protected)} && echo '[core]' > ~/{protected}",
+              repo)
+    assert swap.returncode != 0, swap.err
+    s.close()
+    assert not (home / protected).exists() and not (home / parent / "moved").exists()
+    assert not (home / os.path.dirname(protected)).exists()  # the read-only placeholder is gone with the session
+
+
+def test_parents_gtd_created_for_placeholders_are_removed_when_left_empty(sandbox, repo, home):
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"writablePaths": ["~"]}}}})
+    s = sandbox(Level.READWRITE, config=config)
+    r = sh(s, "test -d ~/.config && test -f ~/.config/git && ! touch ~/.config/git 2>/dev/null && echo protected", repo)
+    assert r.out == "protected\n", r.out + r.err
+    s.close()
+    assert not (home / ".config").exists() and not (home / ".local/share").exists()  # (~/.local/state is gtd's)
