@@ -26,7 +26,9 @@ missing component is the protected path itself: a placeholder on ~/.config would
 that creates ~/.config/<its own dir>.
 
 Each git dir in a writable root is one protected path, mounted read-only as a whole (see
-protected.py): nothing under it, existing or not, can be created or changed below level full.
+protected.py): nothing under it, existing or not, can be created or changed below level full. A git
+dir the private /tmp would hide (the common dir of a linked worktree whose repository is under
+/tmp) is bound in read-only, resolved on the host, so git still works in the worktree.
 
 A writable file in an otherwise read-only workspace root (TODO.md at readonly) gets a *sealed*
 root: a mode-0555 tmpfs mirroring the root's entries read-only. Creating a sibling there fails
@@ -250,6 +252,25 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
     return list({r.real: r for r in roots}.values())
 
 
+def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
+    """(resolved source, place git looks) for each of the workspace's git dirs that the private /tmp
+    would hide: a linked worktree of a repository under /tmp reaches its gitdir and common dir there.
+    Read-only like every git dir; resolved on the host, bound where it really is and, when the
+    `.git` file or `commondir` spells it through a symlink under /tmp, also where git looks."""
+    tmp = Path("/tmp")
+    seen = (policy.home, policy.workspace, *policy.runtime_roots)  # bound already
+    binds: list[tuple[Path, Path]] = []
+    for spelled in sorted(policy.git_state.gitdirs if policy.git_state is not None else ()):
+        real = Path(os.path.realpath(spelled))
+        if not os.path.isdir(real):
+            continue
+        for target in dict.fromkeys((real, Path(spelled))):
+            if _strictly_inside(target, tmp) and not any(_inside(target, r) for r in seen) and not any(
+                    _strictly_inside(target, t) for _, t in binds):
+                binds.append((real, target))
+    return binds
+
+
 def _root_of(p: Path, writable: list[Path]) -> Path | None:
     """The innermost writable root strictly holding p (None: p is read-only anyway)."""
     inside = [w for w in writable if _strictly_inside(p, w)]
@@ -357,6 +378,8 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
     for root in (policy.home, policy.workspace, *policy.runtime_roots):
         if _strictly_inside(root, tmp) and root.exists() and root != sealed:
             add(root, 0, "--ro-bind", str(root), str(root))
+    for source, target in _git_dirs_under_tmp(policy):
+        add(target, 0, "--ro-bind", str(source), str(target))
     for root in roots:
         inode = _checked_inode(root.real)
         if inode is None:

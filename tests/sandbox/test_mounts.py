@@ -350,3 +350,21 @@ def test_parents_gtd_created_for_placeholders_are_removed_when_left_empty(sandbo
     assert r.out == "protected\n", r.out + r.err
     s.close()
     assert not (home / ".config").exists() and not (home / ".local/share").exists()  # (~/.local/state is gtd's)
+
+
+def test_git_works_in_a_linked_worktree_whose_main_repository_is_under_tmp(sandbox, repo, tmp_path):
+    """/tmp is private inside the sandbox: the worktree's common git dir there is bound in, read-only."""
+    wt = tmp_path / "wt"
+    git("worktree", "add", "-q", str(wt), "-b", "feature", cwd=repo)
+    config_before = (repo / ".git/config").read_text()
+    s = sandbox(Level.READWRITE, workspace=wt)
+    r = sh(s, "echo x >> README.md && git status --short && git log --oneline && git rev-parse --git-common-dir", wt)
+    assert r.returncode == 0, r.err
+    assert " M README.md" in r.out and "init" in r.out and str(repo / ".git") in r.out, r.out
+    w = sh(s, f"echo evil > {repo}/.git/hooks/post-checkout; echo '[core]' >> {repo}/.git/config; "
+              f"echo evil > {repo}/.git/worktrees/wt/HEAD; /usr/bin/git branch planted", wt)
+    assert w.err.count("Read-only file system") >= 3, w.err
+    s.close()
+    assert not (repo / ".git/hooks/post-checkout").exists()
+    assert (repo / ".git/config").read_text() == config_before
+    assert "planted" not in git("branch", cwd=repo).stdout
