@@ -9,14 +9,17 @@ what a line seems to say, and rich markup (`[link=...]`, `[bold]`) restyles it. 
   bidi controls into a visible escape (`\\x1b`, `\\u202e`): the person sees that something was there;
 - `markup(text)` is `visible` plus rich markup escaping, for interpolation into a markup string;
 - every console gtd prints through is a `SafeConsole`, whose last step makes any control
-  character left in the text visible (gtd's own styling and cursor codes are not text, and pass).
+  character left in the text visible (gtd's own styling and cursor codes are not text, and pass);
+- the few commands that print without rich (to start fast) write through `write_styled()`, which
+  makes every segment's text visible and adds only gtd's own styles.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 # C0 (but \t and \n), DEL, C1, and the Unicode bidi/direction controls (Trojan-Source style reordering).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -83,6 +86,49 @@ def __getattr__(name: str) -> Any:
         globals()["SafeConsole"] = cls
         return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_SGR = {"bold": "1", "dim": "2", "red": "31", "yellow": "33"}
+_COLOURS = ("red", "yellow")
+
+
+def styles_reach(stream) -> bool:
+    """Whether styling is sent to `stream`, decided as rich decides it for gtd's consoles
+    (TTY_COMPATIBLE, FORCE_COLOR, a terminal that is not TERM=dumb), so a command that prints
+    without rich looks like the others."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        terminal = compatible == "1"
+    elif os.environ.get("FORCE_COLOR") is not None:
+        terminal = os.environ["FORCE_COLOR"] != ""
+    else:
+        try:
+            terminal = stream.isatty()
+        except (AttributeError, ValueError):
+            terminal = False
+    return terminal and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
+
+
+def styled(segments: Iterable[tuple[str, str | None]], *, stream) -> str:
+    """Text in gtd's own styles, without rich (for the commands that must start fast): each
+    segment's text made visible, its style sent only when styling reaches `stream`; NO_COLOR drops
+    the colours and keeps bold and dim, as rich does."""
+    reach = styles_reach(stream)
+    colours = reach and os.environ.get("NO_COLOR", "") == ""
+    out = []
+    for text, style in segments:
+        text = visible(text)
+        if style is not None and reach and (colours or style not in _COLOURS):
+            text = f"\x1b[{_SGR[style]}m{text}\x1b[0m"
+        out.append(text)
+    return "".join(out)
+
+
+def write_styled(segments: Iterable[tuple[str, str | None]], *, stream=None) -> None:
+    """`styled(segments)` written to stdout or `stream`."""
+    out = stream or sys.stdout
+    out.write(styled(segments, stream=out))
+    out.flush()
 
 
 def write(text: str, *, stream=None) -> None:

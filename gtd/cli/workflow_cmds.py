@@ -155,31 +155,9 @@ def register(app: typer.Typer) -> None:
           gtd status
           gtd status --json | jq -r .next
         """
-        from gtd.cli.context import load
-        from gtd.workflow import testcmd
-        from gtd.workflow.steps import predict
+        from gtd.cli.status_cmd import run as show_status
 
-        options = RunOptions(directory=directory).merged(typer_ctx.obj)
-        loaded = load(options)
-        if loaded.repo_root is None:
-            raise GtdError(f"{options.cwd()} is not inside a git repository", exit_code=ExitCode.USAGE)
-        result = predict(loaded.repo_root)
-        tests = testcmd.resolve(loaded.values.get("testCommand"), loaded.repo_root)  # values: no pydantic models
-        result["test_command"] = {"command": tests.command, "source": tests.source or None}
-        if json_out:
-            stdout.print_json(json.dumps(result))
-            return
-        from rich.markup import escape
-
-        stdout.print(f"[bold]next:[/bold] {escape(result['next'])}")
-        stdout.print(f"[bold]why:[/bold] {escape(result['reason'])}  [dim](rule: {escape(result['rule'])})[/dim]")
-        if result.get("commit"):
-            stdout.print(f"[bold]from commit:[/bold] {escape(result['commit']['sha'][:10])} {escape(result['commit']['subject'])}")
-        pending = result.get("pending_edits")
-        if pending:
-            stdout.print(f"[bold]uncommitted:[/bold] {escape(', '.join(pending['paths'][:10]))}"
-                         f"{' …' if len(pending['paths']) > 10 else ''} -> {escape(pending['what'])}")
-        stdout.print(f"[bold]tests:[/bold] {escape(tests.describe())}")
+        show_status(RunOptions(directory=directory).merged(typer_ctx.obj).directory, json_out)
 
     app.command("demo")(demo)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gtd.config.writer import atomic_write
 from gtd.paths import project_state_dir
 from gtd.workflow import git
 
@@ -37,6 +36,8 @@ def remember(repo: Path, phase: str, reason: str) -> bool:
     if not git.changes(repo):
         forget(repo)
         return False
+    from gtd.config.writer import atomic_write  # here: `gtd status` reads the marker, never writes it
+
     head = git.git(repo, "rev-parse", "HEAD", check=False).strip()
     atomic_write(_marker(repo), json.dumps({"head": head, "tree": worktree_tree(repo), "phase": phase,
                                             "reason": reason}) + "\n")

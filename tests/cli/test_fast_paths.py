@@ -18,7 +18,7 @@ HEAVY = ("pydantic", "rich", "tomlkit", "filelock", "gtd.sandbox", "gtd.provider
 
 PROBE = """
 import json, os, sys
-from gtd.cli.app import main
+from gtd.cli.entry import main
 sys.argv[0] = "gtd"  # the program name decides the completion variable (_GTD_COMPLETE)
 try:
     main()
