@@ -1,18 +1,29 @@
 """The filtering proxy's throughput and connection set-up, against direct loopback in the same run.
 
-A local server sends a file with sendfile(2); curl fetches it (a) directly, (b) through gtd's proxy
-with CONNECT (the tunnel every HTTPS client uses) and (c) as a plain-HTTP proxy request. Set-up
-latency: a fresh connection that receives one byte, direct vs. through CONNECT (the proxy's parse,
-policy decision, resolve and dial included). Target (issue 13): proxied throughput >= 80 % of direct.
-The proxy runs in this process, as in a sandbox session; bench_sandbox.py measures it from inside bwrap.
+A file server in its own process (as a real registry is) sends a body of each size with sendfile(2).
+Every round measures each case once, in turn, so load on a shared machine hits all cases alike;
+the tables show medians over the rounds (and the slowest and fastest round of the ratio).
 
-Run: .venv/bin/python benchmarks/bench_proxy.py [--mb 256] [--runs 5]
+1. In process (the proxy as a sandbox session runs it, without the sandbox): curl fetches each size
+   directly, through a CONNECT tunnel (what every HTTPS client uses) and as a plain-HTTP proxy request.
+   Set-up latency: a fresh connection that receives one byte, direct vs. through CONNECT (parse,
+   token, policy decision, dial and relay start included).
+2. From inside a real sandbox (bwrap, empty network namespace): the same downloads and set-up probes
+   through the proxy port with CONNECT and through the transparent-interception path (a client that
+   ignores proxy variables dials the address itself), against the same client run outside.
+
+Target (issue 13): proxied throughput >= 80 % of direct. Nothing here asserts a time.
+
+Run: .venv/bin/python benchmarks/bench_proxy.py [--sizes 4,32,128] [--runs 7] [--connects 200] [--no-sandbox]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -28,40 +39,48 @@ from benchlib import cleanup, table, temp_dir  # noqa: E402
 
 TARGET = 0.80
 TOKEN = "bench-token"
+REGISTRY = "registry.test"
+
+# Runs as `python -c PROBE <mode> <port> <count> [proxy url]` outside and inside the sandbox: the median
+# microseconds from connect() to the first byte of a fresh connection, `mode` direct|connect.
+PROBE = r"""
+import base64, socket, statistics, sys, time, urllib.parse
+mode, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+host = sys.argv[4]
+proxy = urllib.parse.urlsplit(sys.argv[5]) if len(sys.argv) > 5 else None
+samples = []
+for _ in range(count):
+    t = time.perf_counter()
+    if mode == "connect":
+        s = socket.create_connection((proxy.hostname, proxy.port))
+        auth = base64.b64encode(f"{proxy.username}:{proxy.password}".encode()).decode()
+        s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            chunk = s.recv(4096)
+            assert chunk, reply
+            reply += chunk
+        head, rest = reply.split(b"\r\n\r\n", 1)
+        assert b" 200 " in head.split(b"\r\n")[0], head
+        assert (rest or s.recv(1)) == b"x"
+    else:
+        s = socket.create_connection((host, port))
+        assert s.recv(1) == b"x"
+    samples.append((time.perf_counter() - t) * 1e6)
+    s.close()
+print(statistics.median(samples))
+"""
 
 
-class _Listener:
-    """A loopback listener handing each accepted connection to `_handle` until it is closed."""
+# -- the servers (a separate process: a real registry does not share the proxy's interpreter) --------
 
-    def __init__(self):
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+def serve(directory: Path) -> None:
+    """`bench_proxy.py --serve DIR`: a sendfile file server and a one-byte probe server on loopback;
+    prints their ports as JSON, serves until stdin closes."""
+    files = socket.create_server(("127.0.0.1", 0), backlog=128)
+    probe = socket.create_server(("127.0.0.1", 0), backlog=128)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self._handle(conn)
-
-    def _handle(self, conn: socket.socket) -> None:
-        raise NotImplementedError
-
-
-class FileServer(_Listener):
-    """Answers every request with one HTTP response whose body is `path`, sent with sendfile."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.size = path.stat().st_size
-        super().__init__()
-
-    def _handle(self, conn: socket.socket) -> None:
-        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def send_file(conn: socket.socket) -> None:
         with conn:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -69,109 +88,183 @@ class FileServer(_Listener):
                 if not chunk:
                     return
                 data += chunk
-            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {self.size}\r\nConnection: close\r\n\r\n".encode())
-            with open(self.path, "rb") as f:
+            name = data.split(b" ", 2)[1].decode().lstrip("/")
+            path = directory / name
+            size = path.stat().st_size
+            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n".encode())
+            with open(path, "rb") as f:
                 conn.sendfile(f)
 
+    def accept(listener: socket.socket, handle) -> None:
+        while True:
+            conn, _ = listener.accept()
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
-class ByteServer(_Listener):
-    """Sends one byte to each connection: the set-up latency probe."""
+    def one_byte(conn: socket.socket) -> None:
+        with conn:
+            conn.sendall(b"x")
 
-    def _handle(self, conn: socket.socket) -> None:
-        conn.sendall(b"x")
-        conn.close()
-
-
-def curl_seconds(url: str, proxy: list[str]) -> float:
-    out = subprocess.run(["curl", "-sS", "--noproxy", "" if proxy else "*", *proxy, "-o", "/dev/null",
-                          "-w", "%{time_total}", url], capture_output=True, text=True, check=True)
-    return float(out.stdout)
-
-
-def connect_direct(port: int) -> None:
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        assert s.recv(1) == b"x"
+    threading.Thread(target=accept, args=(files, send_file), daemon=True).start()
+    threading.Thread(target=accept, args=(probe, one_byte), daemon=True).start()
+    print(json.dumps({"files": files.getsockname()[1], "probe": probe.getsockname()[1]}), flush=True)
+    sys.stdin.read()
 
 
-def connect_via_proxy(proxy_port: int, port: int) -> None:
-    import base64
-
-    auth = base64.b64encode(f"gtd:{TOKEN}".encode()).decode()
-    with socket.create_connection(("127.0.0.1", proxy_port)) as s:
-        s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                  f"Proxy-Authorization: Basic {auth}\r\n\r\n".encode())
-        reply = b""
-        while b"\r\n\r\n" not in reply:
-            reply += s.recv(4096)
-        head, rest = reply.split(b"\r\n\r\n", 1)
-        assert b" 200 " in head.split(b"\r\n")[0], head
-        assert (rest or s.recv(1)) == b"x"
+def start_servers(directory: Path) -> tuple[subprocess.Popen, int, int]:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(directory)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    ports = json.loads(proc.stdout.readline())
+    return proc, ports["files"], ports["probe"]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=int, default=256, help="size of the download")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--connects", type=int, default=200)
-    args = ap.parse_args()
+# -- measuring ---------------------------------------------------------------------------------------
 
+def curl_seconds(run, url: str, flags: list[str]) -> float:
+    out = run(["curl", "-sS", *flags, "-o", "/dev/null", "-w", "%{time_total}", url])
+    return float(out)
+
+
+def local(argv: list[str]) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+
+def rounds(cases: dict[str, callable], runs: int) -> dict[str, list[float]]:
+    """Each case once per round, in turn; one warm-up round first."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for n in range(runs + 1):
+        for name, fn in cases.items():
+            value = fn()
+            if n:
+                samples[name].append(value)
+    return samples
+
+
+def throughput_rows(samples: dict[str, list[float]], sizes: list[int], baseline: str, proxied: list[str],
+                    label: str) -> list[tuple]:
+    rows = []
+    for mb in sizes:
+        base = samples[f"{baseline} {mb}"]
+        rows.append((f"{label}: {baseline}, {mb} MB", f"{mb / statistics.median(base):.0f} MiB/s", "1.00x", "", None))
+        for name in proxied:
+            values = samples[f"{name} {mb}"]
+            share = statistics.median(base) / statistics.median(values)
+            per_round = sorted(b / v for b, v in zip(base, values))
+            rows.append((f"{label}: {name}, {mb} MB", f"{mb / statistics.median(values):.0f} MiB/s",
+                         f"{share:.0%} of direct ({per_round[0]:.0%}-{per_round[-1]:.0%})", f">= {TARGET:.0%}",
+                         share >= TARGET))
+    return rows
+
+
+def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[str], label: str) -> list[tuple]:
+    base = statistics.median(samples[baseline])
+    rows = [(f"{label}: set-up, {baseline}", f"{base:.0f} us", "1.00x", "", None)]
+    for name in proxied:
+        value = statistics.median(samples[name])
+        rows.append((f"{label}: set-up, {name}", f"{value:.0f} us", f"+{value - base:.0f} us", "(reported)", None))
+    return rows
+
+
+def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int) -> list[tuple]:
     from gtd.sandbox.domains import DomainRules
     from gtd.sandbox.proxy import FilteringProxy
 
-    tmp = temp_dir("gtd-bench-proxy-")
+    rules = DomainRules.parse([f"127.0.0.1:{files}", f"127.0.0.1:{probe}"], [])
+    proxy = FilteringProxy(rules, TOKEN)
+    listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+    proxy.serve(listener)
+    proxy_url = f"http://gtd:{TOKEN}@127.0.0.1:{listener.getsockname()[1]}"
+    modes = {"direct": ["--noproxy", "*"], "CONNECT": ["--proxytunnel", "--proxy", proxy_url],
+             "plain HTTP proxy": ["--proxy", proxy_url]}
+    cases = {f"{name} {mb}": (lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags))
+             for mb in sizes for name, flags in modes.items()}
+    samples = rounds(cases, runs)
+    probe_cmd = [sys.executable, "-c", PROBE]
+    latency = rounds({
+        "direct": lambda: float(local([*probe_cmd, "direct", str(probe), str(connects), "127.0.0.1"])),
+        "CONNECT": lambda: float(local([*probe_cmd, "connect", str(probe), str(connects), "127.0.0.1", proxy_url])),
+    }, max(3, runs // 2))
+    proxy.close()
+    return (throughput_rows(samples, sizes, "direct", ["CONNECT", "plain HTTP proxy"], "in process")
+            + latency_rows(latency, "direct", ["CONNECT"], "in process"))
+
+
+def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, connects: int) -> list[tuple]:
+    """Through a real session: the proxy port (CONNECT) and interception (the client dials the
+    registry's stand-in address itself), against the same client outside the sandbox."""
+    from gtd.config.schema import GtdConfig, Level
+    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.session import open_sandbox
+
+    home = temp_dir("gtd-bench-proxy-home-")
+    workspace = temp_dir("gtd-bench-proxy-ws-")
+    config = GtdConfig.model_validate({"sandbox": {"interceptPorts": [files, probe], "levels": {"network": {
+        "allowDomains": [f"{REGISTRY}:{files}", f"{REGISTRY}:{probe}", f"127.0.0.1:{files}", f"127.0.0.1:{probe}"]}}}})
+    policy = build_policy(config, workspace=workspace, level=Level.NETWORK, home=home)
+    session = open_sandbox(policy, resolver=lambda host, port: ["127.0.0.1"] if host == REGISTRY else [])
     try:
-        blob = tmp / "blob"
-        with open(blob, "wb") as f:
-            chunk = os.urandom(1024 * 1024)
-            for _ in range(args.mb):
-                f.write(chunk)
-        files, probe = FileServer(blob), ByteServer()
-        rules = DomainRules.parse([f"127.0.0.1:{files.port}", f"127.0.0.1:{probe.port}"], [])
-        proxy = FilteringProxy(rules, TOKEN)
-        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        proxy.serve(listener)
-        proxy_url = f"http://gtd:{TOKEN}@127.0.0.1:{listener.getsockname()[1]}"
-        url = f"http://127.0.0.1:{files.port}/blob"
+        def inside(argv: list[str]) -> str:
+            result = session.run(argv, cwd=workspace)
+            if result.returncode != 0:
+                raise SystemExit(f"inside the sandbox: {argv[0]} failed: {result.stderr.decode(errors='replace')}")
+            return result.stdout.decode()
 
-        from gtd.sandbox import relay
-
-        tunnel = ["--proxytunnel", "--proxy", proxy_url]
-        cases = {"direct": [], "CONNECT tunnel": tunnel, "plain HTTP proxy": ["--proxy", proxy_url],
-                 "CONNECT, userspace copy": tunnel}  # the relay without splice, for comparison
-        samples: dict[str, list[float]] = {name: [] for name in cases}
-        spliced = relay._SPLICE
-        for _ in range(args.runs + 1):  # the first round warms up
-            for name, flags in cases.items():
-                relay._SPLICE = None if name == "CONNECT, userspace copy" else spliced
-                samples[name].append(curl_seconds(url, flags))
-        relay._SPLICE = spliced
-        samples = {name: values[1:] for name, values in samples.items()}
-        mbps = {name: args.mb * 1.048576 / statistics.median(values) for name, values in samples.items()}
-
-        latency: dict[str, list[float]] = {"direct": [], "CONNECT": []}
-        proxy_port = listener.getsockname()[1]
-        for _ in range(args.connects):
-            t = time.perf_counter()
-            connect_direct(probe.port)
-            latency["direct"].append((time.perf_counter() - t) * 1e6)
-            t = time.perf_counter()
-            connect_via_proxy(proxy_port, probe.port)
-            latency["CONNECT"].append((time.perf_counter() - t) * 1e6)
-        direct_us, proxied_us = (statistics.median(latency[k]) for k in ("direct", "CONNECT"))
-
-        rows = [("direct loopback download", f"{mbps['direct']:.0f} MB/s", "1.00x", "", None)]
-        for name in ("CONNECT tunnel", "plain HTTP proxy", "CONNECT, userspace copy"):
-            share = mbps[name] / mbps["direct"]
-            target = name != "CONNECT, userspace copy"
-            rows.append((f"through the proxy ({name})", f"{mbps[name]:.0f} MB/s", f"{share:.0%} of direct",
-                         f">= {TARGET:.0%}" if target else "(reference)", share >= TARGET if target else None))
-        rows.append(("connection set-up, direct", f"{direct_us:.0f} us", "1.00x", "", None))
-        rows.append(("connection set-up, CONNECT via proxy", f"{proxied_us:.0f} us",
-                     f"+{proxied_us - direct_us:.0f} us", "(reported)", None))
-        print(f"Proxy: {args.mb} MB download, median of {args.runs} interleaved runs; set-up: median of {args.connects}")
-        print(table(rows))
-        proxy.close()
+        proxy_url = inside(["/bin/sh", "-c", "printf %s \"$HTTPS_PROXY\""])
+        modes = {
+            "direct": (local, f"http://127.0.0.1:{files}/{{mb}}", ["--noproxy", "*"]),
+            "CONNECT": (inside, f"http://{REGISTRY}:{files}/{{mb}}", ["--proxytunnel"]),
+            "intercepted": (inside, f"http://{REGISTRY}:{files}/{{mb}}", ["--noproxy", "*"]),
+        }
+        cases = {f"{name} {mb}": (lambda run=run, url=url, flags=flags, mb=mb: curl_seconds(run, url.format(mb=mb), flags))
+                 for mb in sizes for name, (run, url, flags) in modes.items()}
+        samples = rounds(cases, runs)
+        probe_cmd = [sys.executable, "-c", PROBE]
+        latency = rounds({
+            "direct": lambda: float(local([*probe_cmd, "direct", str(probe), str(connects), "127.0.0.1"])),
+            "CONNECT": lambda: float(inside([*probe_cmd, "connect", str(probe), str(connects), REGISTRY, proxy_url])),
+            "intercepted": lambda: float(inside([*probe_cmd, "direct", str(probe), str(connects), REGISTRY])),
+        }, max(3, runs // 2))
     finally:
+        session.close()
+        cleanup(home)
+        cleanup(workspace)
+    return (throughput_rows(samples, sizes, "direct", ["CONNECT", "intercepted"], "sandbox")
+            + latency_rows(latency, "direct", ["CONNECT", "intercepted"], "sandbox"))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(Path(sys.argv[2]))
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4,32,128", help="download sizes in MB, comma-separated")
+    ap.add_argument("--runs", type=int, default=7, help="rounds (each measures every case once)")
+    ap.add_argument("--connects", type=int, default=200, help="fresh connections per set-up probe")
+    ap.add_argument("--no-sandbox", action="store_true", help="skip the from-inside-bwrap half")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    tmp = temp_dir("gtd-bench-proxy-")
+    server = None
+    try:
+        chunk = os.urandom(1024 * 1024)
+        for mb in sizes:
+            with open(tmp / str(mb), "wb") as f:
+                for _ in range(mb):
+                    f.write(chunk)
+        server, files, probe = start_servers(tmp)
+        started = time.perf_counter()
+        rows = in_process(files, probe, sizes, args.runs, args.connects)
+        if not args.no_sandbox and shutil.which("bwrap"):
+            rows += from_sandbox(files, probe, sizes, args.runs, args.connects)
+        print(f"Proxy: downloads of {', '.join(map(str, sizes))} MB, median of {args.runs} rounds (each case once per "
+              f"round, in turn); set-up: median of {args.connects} fresh connections per sample "
+              f"({time.perf_counter() - started:.0f} s)")
+        print(table(rows))
+    finally:
+        if server is not None:
+            server.stdin.close()
+            server.kill()
+            server.wait()
         cleanup(tmp)
 
 

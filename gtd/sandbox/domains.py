@@ -6,6 +6,7 @@ pure and unit-tested on its own. A deny rule anywhere wins over any allow rule.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import socket
@@ -28,9 +29,12 @@ class DomainRule:
         return _as_ip(self.host) is not None
 
     def matches(self, host: str, port: int) -> bool:
+        return self.matches_normalised(normalise_host(host), port)
+
+    def matches_normalised(self, host: str, port: int) -> bool:
+        """`matches` for a host already through normalise_host (the proxy's checks normalise once)."""
         if self.port is not None and self.port != port:
             return False
-        host = normalise_host(host)
         if self.host == "*":
             return True
         if self.wildcard:
@@ -50,6 +54,12 @@ _LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
 
 
 def normalise_host(host: str) -> str:
+    """`_normalise_host`, remembered for names of DNS length (the proxy checks the same few on every
+    connection; a long string from the sandbox is never kept)."""
+    return _normalise_cached(host) if len(host) <= 256 else _normalise_host(host)
+
+
+def _normalise_host(host: str) -> str:
     """One spelling per destination, so a rule about an address holds for every way of writing it:
     lower case, no trailing dot or brackets, IPv4-mapped IPv6 as IPv4, numeric IPv4 forms as dotted quads."""
     host = host.strip().lower().rstrip(".")
@@ -66,6 +76,9 @@ def normalise_host(host: str) -> str:
     return str(ip) if ip is not None else host
 
 
+_normalise_cached = functools.lru_cache(maxsize=1024)(_normalise_host)
+
+
 def valid_host(host: str) -> bool:
     """An IP literal, or an ASCII DNS name (letters, digits, '-', '_'; labels of 1-63; at most 253).
 
@@ -78,10 +91,17 @@ def valid_host(host: str) -> bool:
 
 
 def _as_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    return _ip_cached(host) if len(host) <= 64 else _parse_ip(host)  # remembered for literal-sized strings
+
+
+def _parse_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         return ipaddress.ip_address(host)
     except ValueError:
         return None
+
+
+_ip_cached = functools.lru_cache(maxsize=1024)(_parse_ip)  # pure, and the parsed addresses are immutable
 
 
 def split_host_port(text: str) -> tuple[str, int | None]:
@@ -140,20 +160,23 @@ class DomainRules:
         return cls(tuple(parse_rule(a) for a in allow), tuple(parse_rule(d) for d in deny))
 
     def decide(self, host: str, port: int) -> Decision:
-        if any(rule.matches(host, port) for rule in self.deny):
+        host = normalise_host(host)
+        if any(rule.matches_normalised(host, port) for rule in self.deny):
             return "deny"
-        if any(rule.matches(host, port) for rule in self.allow):
+        if any(rule.matches_normalised(host, port) for rule in self.allow):
             return "allow"
         return "unknown"
 
     def names_host(self, host: str, port: int) -> bool:
         """Allowed by a rule that names it (exact or `*.suffix`), not just by `*`: such a name may
         resolve to a private address (an internal mirror); a name only `*` or a person approved may not."""
-        return self.decide(host, port) == "allow" and any(r.host != "*" and r.matches(host, port) for r in self.allow)
+        host = normalise_host(host)
+        return self.decide(host, port) == "allow" and any(r.host != "*" and r.matches_normalised(host, port)
+                                                           for r in self.allow)
 
     def explicitly_allows_address(self, ip: str, port: int) -> bool:
         """An IP literal listed in the allow list (with matching port) is trusted even on loopback."""
         ip = normalise_host(ip)
-        return any(r.is_ip_literal and r.matches(ip, port) for r in self.allow) and not any(
-            r.matches(ip, port) for r in self.deny
+        return any(r.is_ip_literal and r.matches_normalised(ip, port) for r in self.allow) and not any(
+            r.matches_normalised(ip, port) for r in self.deny
         )

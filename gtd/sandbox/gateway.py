@@ -19,7 +19,7 @@ from gtd.sandbox.apiwatch import ApiTrouble, ResponseWatch
 from gtd.sandbox.dns import DnsResponder, StandInNames
 from gtd.sandbox.netns import NamespaceSockets
 from gtd.sandbox.proxy import FilteringProxy
-from gtd.sandbox.relay import close_all, pump as _pump
+from gtd.sandbox.relay import close_all, pump as _pump, spawn
 
 
 class NamespaceGateway:
@@ -74,8 +74,7 @@ class NamespaceGateway:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=_forward, args=(conn, port, self.proxy), daemon=True,
-                             name="gtd-forward-conn").start()
+            spawn(_forward, conn, port, self.proxy)
 
 
 def _forward(conn: socket.socket, port: int, proxy: FilteringProxy) -> None:

@@ -23,7 +23,7 @@ from typing import Callable
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.apiwatch import ApiTrouble, Report, ResponseWatch
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
-from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump  # the byte-moving half: splice on Linux
+from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half: splice on Linux
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
@@ -119,7 +119,7 @@ class FilteringProxy:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=handler, args=(conn,), daemon=True, name="gtd-proxy-conn").start()
+            spawn(handler, conn)
 
     def _handle_intercepted(self, conn: socket.socket, names: Callable[[str], str | None]) -> None:
         upstream = None

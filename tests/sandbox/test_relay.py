@@ -74,3 +74,52 @@ def test_a_socket_with_a_timeout_is_relayed(mode):
     threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
     assert _read_all(client) == payload
     client.close()
+
+
+def test_one_thread_relays_a_conversation_both_ways(mode):
+    """Both directions run in the thread that calls pump: small messages going back and forth (each
+    waits for the answer to the last) all arrive, so neither direction waits on the other."""
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    relay_thread = threading.Thread(target=relay.pump, args=(proxy_in, proxy_out), daemon=True)
+    relay_thread.start()
+
+    def echo():
+        while data := server.recv(65536):
+            server.sendall(data.upper())
+        server.close()
+
+    threading.Thread(target=echo, daemon=True).start()
+    client.settimeout(10)
+    for n in range(200):
+        message = f"message {n};".encode()
+        client.sendall(message)
+        answer = b""
+        while len(answer) < len(message):
+            answer += client.recv(65536)
+        assert answer == message.upper()
+    client.shutdown(socket.SHUT_WR)
+    assert client.recv(1) == b""  # the server saw EOF, closed, and that EOF came back
+    relay_thread.join(10)
+    assert not relay_thread.is_alive()
+    client.close()
+
+
+def test_a_reset_ends_the_relay(mode):
+    """The upstream resetting its connection ends both directions: the relay thread returns."""
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    relay_thread = threading.Thread(target=relay.pump, args=(proxy_in, proxy_out), daemon=True)
+    relay_thread.start()
+    client.sendall(b"hello")
+    assert server.recv(5) == b"hello"
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # close = RST
+    server.close()
+    client.settimeout(10)
+    try:
+        assert client.recv(1) == b""
+    except ConnectionResetError:
+        pass
+    client.close()
+    relay_thread.join(10)
+    assert not relay_thread.is_alive()
