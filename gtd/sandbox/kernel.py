@@ -1,6 +1,7 @@
 """The kernel layers gtd adds under bubblewrap's mounts and seccomp: Landlock (writes only beneath
 the policy's writable paths) and resource limits (cgroup and rlimits). Decided once per session;
-each sandboxed command then gets the launcher prefix (sandbox/launch.py) and its own cgroup.
+each sandboxed command then gets the launcher prefix (native: launch.c via nativelaunch.py, else
+sandbox/launch.py) and its own cgroup.
 """
 
 from __future__ import annotations
@@ -38,13 +39,28 @@ class KernelLayers:
     landlock_abi: int
     limits: ResourceLimits
     cgroups: dict = field(default_factory=dict)  # controller -> (version, parent dir)
+    native: bytes | None = None  # the built native launcher (nativelaunch.py); None: launch.py
 
     @classmethod
     def for_policy(cls, policy) -> "KernelLayers":
         from gtd.sandbox.landlock import abi_version
+        from gtd.sandbox.nativelaunch import launcher_bytes
 
         limits = policy.limits
-        return cls(policy, abi_version(), limits, cgroup_support() if (limits.processes or limits.memory) else {})
+        abi = abi_version()
+        native = launcher_bytes() if (abi or limits.processes or limits.memory) else None
+        return cls(policy, abi, limits, cgroup_support() if (limits.processes or limits.memory) else {}, native)
+
+    def mounts(self) -> tuple[list[str], list[int]]:
+        """bwrap arguments (and the descriptors they name, for pass_fds; the caller closes them) that put
+        the native launcher into the sandbox: a read-only copy, so nothing inside can change it."""
+        if self.native is None:
+            return [], []
+        from gtd.sandbox.bwrap import data_fd
+        from gtd.sandbox.nativelaunch import INSIDE
+
+        fd = data_fd(self.native)
+        return ["--perms", "0555", "--ro-bind-data", str(fd), INSIDE], [fd]
 
     def prefix(self, policy=None, bwrap_args: list[str] | None = None) -> list[str]:
         """What bwrap executes in front of the command ([] when there is nothing to apply inside).
@@ -58,6 +74,10 @@ class KernelLayers:
                 args += ["--write", path]
         if not args:
             return []
+        if self.native is not None:
+            from gtd.sandbox.nativelaunch import INSIDE
+
+            return [INSIDE, *args, "--"]
         return [os.path.realpath(sys.executable), "-I", "-S", str(LAUNCHER), *args, "--"]
 
     def cgroup(self) -> CgroupLimit | None:

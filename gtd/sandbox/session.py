@@ -386,8 +386,9 @@ class SandboxSession:
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
+        launch_args, launch_fds = self._layers.mounts()
         args = [
-            "bwrap", *plan.args, *(self._tools.bwrap_args() if self._tools else ()),
+            "bwrap", *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
             "--chdir", str(Path(cwd).resolve()),
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
@@ -403,7 +404,7 @@ class SandboxSession:
         try:
             proc = subprocess.Popen(
                 args, env=with_shim(self.environment(env)), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
-                pass_fds=(info_w, block_r, seccomp_r, *plan.fds), start_new_session=True,
+                pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds), start_new_session=True,
             )
         except BaseException:
             os.close(info_r)
@@ -411,11 +412,12 @@ class SandboxSession:
             relay.abandon()
             raise
         finally:
-            for fd in (info_w, block_r, seccomp_r):
+            for fd in (info_w, block_r, seccomp_r, *launch_fds):
                 os.close(fd)
             plan.close()
         relay.started()
         self._relays.append(relay)
+        attaching = None
         try:
             info = _read_info(info_r)
             if info is None:
@@ -423,13 +425,14 @@ class SandboxSession:
                 raise SandboxUnavailable(
                     f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
                 )
+            # Moving a process into a cgroup waits for an RCU grace period (~10 ms): done while the mounts
+            # are verified and the network is set up, and finished before the command may run.
+            attaching = _Background(cgroup.attach, proc.pid, int(info["child-pid"])) if cgroup is not None else None
             moved = plan.verify(int(info["child-pid"]), skip=self._caches.writable() if self._caches else ())
             if moved is not None:
                 _kill_group(proc)
                 proc.wait()
                 raise SandboxUnavailable(moved)
-            if cgroup is not None:  # before the command runs, so everything it starts is counted
-                cgroup.attach(proc.pid, int(info["child-pid"]))
             try:
                 self._inits.append(os.pidfd_open(int(info["child-pid"])))
             except OSError:
@@ -443,8 +446,12 @@ class SandboxSession:
                 raise _NetworkSetupFailed(str(exc), retryable=relay.stdin is stdin) from exc
             gateway = NamespaceGateway(sockets, self._proxy, self._names).start()
             self._children.append((proc, gateway))
+            if attaching is not None:
+                attaching.join()  # before the command runs, so everything it starts is counted
             os.write(block_w, b"1")  # let bwrap exec the command
         finally:
+            if attaching is not None:
+                attaching.join()
             os.close(info_r)
             os.close(block_w)
         return proc
@@ -489,6 +496,14 @@ class SandboxSession:
         )
         self._children.append((proc, None))
         return proc
+
+
+class _Background(threading.Thread):
+    """fn(*args) in a thread; join() returns once it is done (its errors are fn's own business)."""
+
+    def __init__(self, fn, *args):
+        super().__init__(target=fn, args=args, daemon=True, name="gtd-sandbox-setup")
+        self.start()
 
 
 class _NetworkSetupFailed(Exception):

@@ -137,6 +137,19 @@ needs_landlock = pytest.mark.skipif(not __import__("gtd.sandbox.landlock").sandb
                                     reason="this kernel has no Landlock")
 
 
+@pytest.fixture(params=["native", "python"])
+def launcher(request, monkeypatch):
+    """Each Landlock and rlimit test runs with both launchers: the native one (launch.c, built by
+    scripts/setup or on first use) and the Python fallback (launch.py), which must apply the same rules."""
+    import gtd.sandbox.nativelaunch as nativelaunch
+
+    if request.param == "python":
+        monkeypatch.setattr(nativelaunch, "launcher_bytes", lambda **kw: None)
+    elif nativelaunch.launcher_bytes() is None:
+        pytest.skip("no C compiler here: only the Python launcher can run")
+    return request.param
+
+
 @pytest.fixture
 def outside_tmp():
     """A host directory outside /tmp (the sandbox's private /tmp is writable as a whole, and every
@@ -176,7 +189,7 @@ def _drain(fd: int) -> bytes:
 
 @needs_landlock
 @pytest.mark.parametrize("level", [Level.READONLY, Level.READWRITE])
-def test_host_fifo_outside_the_writable_paths_cannot_be_written(sandbox, repo, outside_tmp, level):
+def test_host_fifo_outside_the_writable_paths_cannot_be_written(launcher, sandbox, repo, outside_tmp, level):
     reader = _fifo_with_reader(outside_tmp / "fifo")
     s = sandbox(level)
     r = sh(s, f"echo LEAKED > {outside_tmp}/fifo; echo rc=$?", repo)
@@ -185,7 +198,7 @@ def test_host_fifo_outside_the_writable_paths_cannot_be_written(sandbox, repo, o
 
 
 @needs_landlock
-def test_fifo_in_a_read_only_workspace_cannot_be_written(sandbox, var_repo):
+def test_fifo_in_a_read_only_workspace_cannot_be_written(launcher, sandbox, var_repo):
     from gtd.config.schema import Phase
 
     reader = _fifo_with_reader(var_repo / "notes.fifo")
@@ -196,7 +209,7 @@ def test_fifo_in_a_read_only_workspace_cannot_be_written(sandbox, var_repo):
 
 
 @needs_landlock
-def test_writable_paths_stay_writable_and_protected_ones_refused_under_landlock(sandbox, var_repo):
+def test_writable_paths_stay_writable_and_protected_ones_refused_under_landlock(launcher, sandbox, var_repo):
     reader = _fifo_with_reader(var_repo / "own.fifo")
     s = sandbox(Level.READWRITE, workspace=var_repo)
     r = sh(s, "set -e; echo ok > new.txt; mkdir -p a/b; mv new.txt a/b/; ln -s a/b/new.txt link; : > a/b/new.txt;"
@@ -209,7 +222,7 @@ def test_writable_paths_stay_writable_and_protected_ones_refused_under_landlock(
 
 
 @needs_landlock
-def test_the_terminal_stays_writable_through_dev_stdout(sandbox, repo):
+def test_the_terminal_stays_writable_through_dev_stdout(launcher, sandbox, repo):
     import pty
 
     s = sandbox(Level.READONLY)
@@ -280,7 +293,7 @@ def test_a_memory_hog_over_the_configured_limit_is_stopped(sandbox, repo):
     assert "ALLOCATED" not in r.out and r.returncode != 0, r.out + r.err
 
 
-def test_without_cgroups_rlimits_still_stop_a_memory_hog(sandbox, repo, monkeypatch):
+def test_without_cgroups_rlimits_still_stop_a_memory_hog(launcher, sandbox, repo, monkeypatch):
     import gtd.sandbox.kernel as kernel
 
     monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
@@ -405,3 +418,52 @@ def test_landlock_never_allows_a_path_the_mounts_do_not_bind_read_write(repo, ho
     assert str(repo) in landlock_writable(policy, args)
     without = [a if a != "--bind" else "--ro-bind" for a in args]  # mounts that bind nothing read-write
     assert landlock_writable(policy, without) == list(PRIVATE_WRITABLE)
+
+
+@needs_landlock
+def test_the_native_launcher_runs_in_front_of_the_command_as_a_read_only_copy(launcher, sandbox, repo):
+    """Which launcher runs is visible inside (pid 1's command line); the native copy cannot be changed."""
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "tr '\\0' ' ' < /proc/1/cmdline; echo; (: > /tmp/.gtd-launch/launch) 2>/dev/null || echo copy-read-only", repo)
+    first = r.out.splitlines()[0]
+    if launcher == "native":
+        assert " -- /tmp/.gtd-launch/launch --nproc " in first and "launch.py" not in first, r.out
+        assert "copy-read-only" in r.out
+    else:
+        assert "launch.py --nproc " in first and "/tmp/.gtd-launch/launch --nproc" not in first, r.out
+
+
+def test_the_native_launcher_fails_closed_like_the_python_one(tmp_path):
+    """Bad arguments, a missing command and a missing program: the Python launcher's exit codes."""
+    from gtd.sandbox.nativelaunch import launcher_bytes
+    from gtd.sandbox.kernel import LAUNCHER
+
+    data = launcher_bytes()
+    if data is None:
+        pytest.skip("no C compiler here")
+    native = tmp_path / "launch"
+    native.write_bytes(data)
+    native.chmod(0o755)
+    python = [sys.executable, "-I", "-S", str(LAUNCHER)]
+    for args, code in ((["--"], 126), (["--", "no-such-program-gtd"], 127), (["--nproc", "8", "--", "true"], 0)):
+        assert subprocess.run([str(native), *args], capture_output=True).returncode == code, args
+        assert subprocess.run([*python, *args], capture_output=True).returncode == code, args
+    assert subprocess.run([str(native), "--nproc", "lots", "--", "true"], capture_output=True).returncode == 126
+
+
+def test_the_launcher_is_built_on_first_use_and_a_failing_compiler_means_the_python_one(tmp_path, monkeypatch):
+    import shutil
+
+    import gtd.sandbox.nativelaunch as nativelaunch
+
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler here")
+    monkeypatch.setattr(nativelaunch, "locations", lambda: [tmp_path / "beside-the-module", tmp_path / "state"])
+    data = nativelaunch.launcher_bytes()
+    assert data and (tmp_path / "state" / nativelaunch.binary_name()).read_bytes() == data
+    monkeypatch.setattr(nativelaunch, "locations", lambda: [tmp_path / "other"])
+    monkeypatch.setenv("CC", "false")
+    assert nativelaunch.launcher_bytes() is None
+    assert (tmp_path / "other" / f"{nativelaunch.binary_name()}.failed").exists()  # not tried again per session
+    monkeypatch.delenv("CC")
+    assert nativelaunch.launcher_bytes() is None
