@@ -118,10 +118,12 @@ class Inference:
                                                             "step": self.commit.step.value}}
 
 
-def infer_next(repo: Path) -> Inference:
-    """What `gtd` should do now, from committed history and the current TODO.md."""
+def infer_next(repo: Path, *, committing: Step | None = None) -> Inference:
+    """What `gtd` should do now, from committed history and the current TODO.md. `committing`: the
+    workflow step the person's uncommitted edits are about to be committed as (gtd status asks
+    what happens once they are)."""
     found = last_workflow_commit(repo)
-    last = found.step if found else None
+    last = committing or (found.step if found else None)
     todo = read_todo(repo)
     since = f"the last workflow commit is {found.describe()}" if found else "no workflow commit yet"
 
@@ -253,25 +255,52 @@ def _classify(repo: Path, changed: list[git.Change]) -> tuple[HumanEdits, _Split
                       feedback_paths=split.feedback_files + list(split.mixed)), split
 
 
+@dataclass
+class PendingEdits:
+    """The uncommitted changes and what `gtd` makes of them before a step (one reading, shared by
+    commit_human_edits, which acts on it, and predict, which only reports it)."""
+
+    changed: list[git.Change]
+    agent: bool = False  # exactly what a stopped phase left: the next step carries on with it
+    unsafe: list = field(default_factory=list)  # untracked secrets or bulk: gtd stops (gtd.workflow.unsafe)
+    edits: HumanEdits | None = None  # otherwise the person's: committed as fix and/or feedback
+    split: _Split | None = None
+
+
+def pending_edits(repo: Path, *, forget_stale: bool = True) -> PendingEdits | None:
+    """None when nothing is uncommitted. `forget_stale=False` (gtd status) leaves a stopped phase's
+    record alone even when the person has edited since."""
+    from gtd.workflow import leftovers
+    from gtd.workflow.unsafe import find_unsafe
+
+    agent = leftovers.untouched(repo, forget_stale=forget_stale)
+    changed = git.changes(repo)
+    if not changed:
+        return None
+    if agent:
+        return PendingEdits(changed, agent=True)
+    unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
+    if unsafe:
+        return PendingEdits(changed, unsafe=unsafe)
+    edits, split = _classify(repo, changed)
+    return PendingEdits(changed, edits=edits, split=split)
+
+
 def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
     """Commit whatever the person changed: fixes (🔧) and feedback (💬, or the seed of a plan) in
     separate commits, fix first, hunk by hunk within a file. Untracked secrets or bulk stop it
     (gtd.workflow.unsafe). Changes a stopped phase left behind, untouched since, are the agent's:
     they stay for the phase to carry on."""
     from gtd.sandbox.placeholders import settle_leftovers
-    from gtd.workflow import leftovers
-    from gtd.workflow.unsafe import UnsafeFiles, find_unsafe
+    from gtd.workflow.unsafe import UnsafeFiles
 
     settle_leftovers(repo)  # a killed sandbox's placeholders and planted protected paths are never committed
-    if leftovers.untouched(repo):
+    pending = pending_edits(repo)
+    if pending is None or pending.agent:
         return None
-    changed = git.changes(repo)
-    if not changed:
-        return None
-    unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
-    if unsafe:
-        raise UnsafeFiles(unsafe)
-    edits, split = _classify(repo, changed)
+    if pending.unsafe:
+        raise UnsafeFiles(pending.unsafe)
+    edits, split = pending.edits, pending.split
     from gtd.workflow import markdown
 
     if TODO_FILE in split.feedback_files + split.fix_files:
@@ -314,40 +343,35 @@ def marker_lines(repo: Path, limit: int = 50) -> list[str]:
 
 
 def predict(repo: Path) -> dict:
-    """What `gtd` would do now and why, without doing anything (for `gtd status`)."""
-    from gtd.workflow import leftovers
-    from gtd.workflow.unsafe import find_unsafe
-
+    """What `gtd` would do now and why, without doing anything (for `gtd status`): the same reading
+    of the uncommitted changes as commit_human_edits, and the same inference as after it."""
     result: dict = {"pending_edits": None}
-    changed = git.changes(repo)
-    if changed and leftovers.untouched(repo, forget_stale=False):
-        result["pending_edits"] = {"owner": "agent", "paths": [c.path for c in changed],
+    pending = pending_edits(repo, forget_stale=False)
+    if pending is not None and pending.agent:
+        result["pending_edits"] = {"owner": "agent", "paths": [c.path for c in pending.changed],
                                    "what": "a stopped phase's unfinished work: the next step carries on with it"}
-    elif changed:
-        unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
-        if unsafe:
-            result["pending_edits"] = {"owner": "person", "paths": [c.path for c in changed],
-                                       "unsafe": [e.to_json() for e in unsafe],
-                                       "what": "gtd would stop: untracked secrets or generated bulk (see `unsafe`)"}
-            result.update(next="stop", reason="untracked files look like secrets or generated bulk; ignore or add "
-                          "them first", rule="unsafe-untracked", commit=None)
-            return result
-        edits, _ = _classify(repo, changed)
+    elif pending is not None and pending.unsafe:
+        result["pending_edits"] = {"owner": "person", "paths": [c.path for c in pending.changed],
+                                   "unsafe": [e.to_json() for e in pending.unsafe],
+                                   "what": "gtd would stop: untracked secrets or generated bulk (see `unsafe`)"}
+        result.update(next="stop", reason="untracked files look like secrets or generated bulk; ignore or add "
+                      "them first", rule="unsafe-untracked", commit=None)
+        return result
+    elif pending is not None:
+        edits = pending.edits
         result["pending_edits"] = {"owner": "person", "paths": edits.paths, "fix": edits.fix_paths,
                                    "feedback": edits.feedback_paths, "seed": edits.seed,
                                    "what": ("committed as " + " then ".join(
                                        ([f"{PREFIX[Step.FIX]} fix"] if edits.fix_paths else []) +
                                        ([f"{PREFIX[Step.FEEDBACK]} feedback"] if edits.feedback_paths else [])))}
         if edits.step == Step.FEEDBACK:
-            found = last_workflow_commit(repo)
-            why = "TODO.md changed" if TODO_FILE in edits.feedback_paths else "new TODO:/FIXME:-style markers in " + \
-                ", ".join(p for p in edits.feedback_paths)
-            result.update(next=Next.PLAN.value if read_todo(repo) is not None or TODO_FILE in edits.paths
-                          else Next.IDLE.value,
-                          reason=f"your uncommitted edits are feedback ({why}): gtd commits them, then plans",
-                          rule="pending-feedback",
-                          commit=None if found is None else {"sha": found.sha, "subject": found.subject,
-                                                             "step": found.step.value})
+            inference = infer_next(repo, committing=Step.FEEDBACK)
+            result.update(inference.to_json())
+            if inference.next == Next.PLAN:
+                why = "TODO.md changed" if TODO_FILE in edits.feedback_paths else \
+                    "new TODO:/FIXME:-style markers in " + ", ".join(edits.feedback_paths)
+                result.update(reason=f"your uncommitted edits are feedback ({why}): gtd commits them, then plans",
+                              rule="pending-feedback")
             return result
     result.update(infer_next(repo).to_json())
     return result

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from support import git
 
-from gtd.workflow.steps import Next, Step, classify_human_edits, commit_human_edits, infer_next, message
+import pytest
+
+from gtd.workflow.steps import Next, Step, classify_human_edits, commit_human_edits, infer_next, message, predict
 
 PLAN = """# Goal
 
@@ -128,6 +130,29 @@ def test_no_edits_commits_nothing(repo):
     before = subjects(repo)
     assert commit_human_edits(repo) is None
     assert subjects(repo) == before
+
+
+EDITS = {
+    "todo deleted": {"TODO.md": None},
+    "todo edited": {"TODO.md": PLAN + "\nplease also do three\n"},
+    "ticked by hand": {"TODO.md": PLAN.replace("- [ ]", "- [x]")},
+    "marker": {"app.py": "# TODO: handle negative numbers\n"},
+    "plain fix": {"README.md": "# fixed\n"},
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_status_predicts_what_gtd_does_with_the_persons_edits(repo, edit):
+    """`gtd status` reads the edits as commit_human_edits does and infers as after committing them."""
+    commit(repo, Step.FEEDBACK, "seed", {"TODO.md": "# Goal\n"})
+    commit(repo, Step.PLAN, "Goal", {"TODO.md": PLAN})
+    for name, content in EDITS[edit].items():
+        (repo / name).unlink() if content is None else (repo / name).write_text(content)
+    predicted = predict(repo)
+    before = subjects(repo)
+    commit_human_edits(repo)
+    assert len(subjects(repo)) > len(before)
+    assert predicted["next"] == infer_next(repo).next.value, predicted
 
 
 def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
