@@ -92,14 +92,36 @@ def _register_layers() -> None:
 _register_layers()
 
 
+def _completed_words() -> list[str] | None:
+    """The words before the one being completed when this run answers a Tab press (typer's
+    completion variables are set), else None. Words the shell quoted stay quoted: they then name no
+    command, and the whole tree answers."""
+    import os
+
+    if not any(key.endswith("_COMPLETE") for key in os.environ):
+        return None
+    if "COMP_WORDS" in os.environ:  # bash
+        words = os.environ["COMP_WORDS"].split()
+        try:
+            return words[1:int(os.environ.get("COMP_CWORD", ""))]
+        except ValueError:
+            return []
+    line = os.environ.get("_TYPER_COMPLETE_ARGS", "")  # zsh, fish, powershell: the line up to the cursor
+    words = line.split()[1:]
+    return words if line.endswith(" ") else words[:-1]
+
+
 def _for_invocation(argv: list[str]) -> typer.Typer:
     """The command tree this invocation needs. typer inspects the signature of every command before
     it runs one, a good part of gtd's start-up: when the first argument names a command or group,
-    only that one is built (`gtd --help`, root options first, Tab completion: the whole tree)."""
+    only that one is built (`gtd --help`, root options first, completing the first word: the whole
+    tree). A Tab press is judged by the words already completed."""
     import copy
-    import os
 
-    if not argv or argv[0].startswith("-") or any(key.endswith("_COMPLETE") for key in os.environ):
+    completed = _completed_words()
+    if completed is not None:
+        argv = completed
+    if not argv or argv[0].startswith("-"):
         return app
     commands = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == argv[0]]
     groups = [g for g in app.registered_groups if g.name == argv[0]]
@@ -110,10 +132,23 @@ def _for_invocation(argv: list[str]) -> typer.Typer:
     return pruned
 
 
+def _plain_completion_help() -> None:
+    """zsh, fish and PowerShell show each completion's help; typer renders it through rich first,
+    to strip rich markup. gtd's help is plain text (rich_markup_mode=None), and importing rich would
+    double the time of every Tab press (and rich folds long help into several lines, which zsh then
+    shows broken). typer is pinned <0.28; tests/cli/test_fast_paths.py checks the completions."""
+    from typer import _completion_classes
+
+    _completion_classes._sanitize_help_text = lambda text: text
+
+
 def main() -> None:
     """Run the CLI; gtd's own errors become a one-line message and their documented exit code."""
     try:
-        _for_invocation(sys.argv[1:])()
+        tree = _for_invocation(sys.argv[1:])
+        if _completed_words() is not None:
+            _plain_completion_help()
+        tree()
     except GtdError as exc:
         stderr.print(f"[red]gtd: error:[/red] {markup(str(exc))}", highlight=False)
         sys.exit(int(exc.exit_code))

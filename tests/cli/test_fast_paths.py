@@ -60,6 +60,33 @@ def test_bash_completion_imports_nothing_heavy(repo):
     assert "sandbox" in out.split()
 
 
+TAB_PRESSES = ["gtd ", "gtd sa", "gtd sandbox ", "gtd sandbox run --", "gtd sandbox run --level ", "gtd config ",
+               "gtd --", "gtd -C . sta", "gtd status --", "gtd build --", "gtd approve --"]
+# The whole command tree through typer as it is (help rendered through rich, as wide as it likes):
+# what every Tab press answered before gtd pruned the tree and kept rich out.
+WHOLE_TREE = "import sys; sys.argv[0] = 'gtd'; from gtd.cli.app import app; app()"
+
+
+def _completion_env(shell: str, line: str) -> dict:
+    if shell == "bash":
+        words = line.split() + ([""] if line.endswith(" ") else [])
+        return {"_GTD_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(len(words) - 1)}
+    return {"_GTD_COMPLETE": f"complete_{shell}", "_TYPER_COMPLETE_ARGS": line,
+            "_TYPER_COMPLETE_FISH_ACTION": "get-args", "COLUMNS": "1000"}
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_imports_nothing_heavy_and_answers_as_the_whole_tree(repo, shell):
+    for line in TAB_PRESSES:
+        env = _completion_env(shell, line)
+        heavy, out = probe([], repo, env)
+        assert heavy == [], (line, heavy)
+        whole = subprocess.run([sys.executable, "-c", WHOLE_TREE], cwd=repo, capture_output=True, text=True,
+                               env={**os.environ, **env}, stdin=subprocess.DEVNULL)
+        assert out == whole.stdout, line
+    assert "--pending-json" in probe([], repo, _completion_env(shell, "gtd sandbox run --"))[1]
+
+
 @pytest.mark.parametrize("args", [["config", "show"], ["config", "show", "--json", "--origin"]])
 def test_config_show_from_the_cache_imports_nothing_heavy(repo, args):
     (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
