@@ -51,3 +51,13 @@ def sandbox(repo, isolated_home):
     """Factory: sandbox(level, config=...) -> a started session whose proxy resolves `registry.test`."""
     with sandboxes(repo, isolated_home, resolver=resolver) as make:
         yield make
+
+
+@pytest.fixture
+def file_registry(tmp_path):
+    """A static file registry (GOPROXY, cargo sparse index, Maven repository) on loopback."""
+    from registries import FileRegistry
+
+    reg = FileRegistry(tmp_path / "file-registry")
+    yield reg
+    reg.close()

@@ -15,6 +15,7 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -233,3 +234,110 @@ def tree_state(root: Path) -> dict[str, tuple]:
 
 def npm_available() -> bool:
     return shutil.which("npm") is not None
+
+
+# -- Go modules, cargo crates, Maven artifacts: static file layouts ---------------------------
+
+class FileRegistry:
+    """A loopback HTTP server for registries that are plain file layouts: a GOPROXY, a cargo sparse
+    registry, a Maven repository. `generated` maps a URL path to a function of the base URL
+    (http://<Host header>) for the few files that must name the server itself (cargo's config.json)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.generated: dict[str, object] = {}
+        self.requests: list[str] = []
+        self.fallbacks: list[Path] = []
+        registry = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(root), **kwargs)
+
+            def log_message(self, *args):
+                pass
+
+            def translate_path(self, path):
+                own = super().translate_path(path)
+                for other in registry.fallbacks:
+                    if not os.path.exists(own):
+                        candidate = other / os.path.relpath(own, root)
+                        if candidate.is_file():
+                            return str(candidate)
+                return own
+
+            def do_GET(self):  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                registry.requests.append(path)
+                make = registry.generated.get(path)
+                if make is None:
+                    return super().do_GET()
+                body = make(f"http://{self.headers.get('Host')}")
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- GOPROXY protocol: <module>/@v/list, <version>.info, .mod, .zip
+    def add_go_module(self, module: str, version: str, files: dict[str, str]) -> None:
+        base = self.root / module / "@v"
+        base.mkdir(parents=True, exist_ok=True)
+        go_mod = files.get("go.mod", f"module {module}\n\ngo 1.18\n")
+        (base / "list").write_text(version + "\n")
+        (base / f"{version}.info").write_text(json.dumps({"Version": version, "Time": "2024-01-01T00:00:00Z"}))
+        (base / f"{version}.mod").write_text(go_mod)
+        with zipfile.ZipFile(base / f"{version}.zip", "w") as zf:
+            for name, text in {**files, "go.mod": go_mod}.items():
+                zf.writestr(f"{module}@{version}/{name}", text)
+
+    # -- cargo sparse registry: config.json, index/<prefix>/<name>, dl/<name>/<version>/download
+    def add_crate(self, name: str, version: str, lib_rs: str) -> None:
+        self.generated["/index/config.json"] = lambda base: json.dumps({"dl": f"{base}/dl"}).encode()
+        base = f"{name}-{version}"
+        files = {"Cargo.toml": f'[package]\nname = "{name}"\nversion = "{version}"\nedition = "2018"\n',
+                 "src/lib.rs": lib_rs}
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+            for path, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"{base}/{path}")
+                info.size, info.mode = len(data), 0o644
+                tf.addfile(info, io.BytesIO(data))
+        crate = buffer.getvalue()
+        download = self.root / "dl" / name / version / "download"
+        download.parent.mkdir(parents=True, exist_ok=True)
+        download.write_bytes(crate)
+        lower = name.lower()
+        prefix = {1: "1", 2: "2", 3: f"3/{lower[0]}"}.get(len(lower), f"{lower[:2]}/{lower[2:4]}")
+        entry = self.root / "index" / prefix / lower
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(json.dumps({"name": name, "vers": version, "deps": [], "features": {}, "yanked": False,
+                                     "cksum": hashlib.sha256(crate).hexdigest()}) + "\n")
+
+    # -- Maven repository layout: group/path/artifact/version/artifact-version.{pom,jar}(.sha1)
+    def add_maven_artifact(self, group: str, artifact: str, version: str, jar: Path) -> None:
+        base = self.root / group.replace(".", "/") / artifact / version
+        base.mkdir(parents=True, exist_ok=True)
+        pom = (f'<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+               f"<groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version></project>\n")
+        for suffix, data in ((".pom", pom.encode()), (".jar", jar.read_bytes())):
+            path = base / f"{artifact}-{version}{suffix}"
+            path.write_bytes(data)
+            path.with_name(path.name + ".sha1").write_text(hashlib.sha1(data).hexdigest())
+
+    def also_serve(self, directory: Path) -> None:
+        """Serve a directory's files too, where the registry's own root has none (Debian's Maven plugins)."""
+        self.fallbacks.append(directory)

@@ -10,6 +10,7 @@ apt, Python) or not (Node's fetch and http module, Java, ssh).
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import os
 import shutil
@@ -57,6 +58,10 @@ def served(tmp_path) -> Path:
     subprocess.run(["git", "-C", str(root / "repo.git"), "update-server-info"], check=True)
     (root / "apt").mkdir()
     (root / "apt" / "Packages").write_text("")
+    parent = root / "m2" / "test" / "gtd" / "parent" / "1.0"  # a Maven repository holding one parent POM
+    parent.mkdir(parents=True)
+    (parent / "parent-1.0.pom").write_text(MAVEN_PARENT)
+    (parent / "parent-1.0.pom.sha1").write_text(hashlib.sha1(MAVEN_PARENT.encode()).hexdigest())
     return root
 
 
@@ -137,6 +142,30 @@ APT = ("mkdir -p /tmp/apt/lists/partial /tmp/apt/cache/archives/partial; echo 'd
        " -o Dir::Cache=/tmp/apt/cache -o APT::Sandbox::User=$(id -un) -o Debug::NoLocking=1 update 2>&1;"
        " ls /tmp/apt/lists | grep -q Packages && echo PACKAGE-CONTENTS-apt")
 
+MAVEN_PARENT = ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion><groupId>test.gtd</groupId>'
+                '<artifactId>parent</artifactId><version>1.0</version><packaging>pom</packaging></project>\n')
+# Maven resolves a project's parent POM before any plugin runs (`validate` needs none): the download is
+# Maven's own HTTP client, which ignores the proxy variables. A mirror in settings.xml names the host, as
+# a company one would (Maven refuses plain-HTTP repositories unless a mirror names them). A separate
+# local repository per host, so the refused run cannot be served from the allowed run's download.
+MAVEN = """mkdir -p /tmp/mvn-{host} && cd /tmp/mvn-{host} && cat > s.xml <<'EOF'
+<settings><mirrors><mirror><id>m</id><mirrorOf>*</mirrorOf><url>http://{host}:{port}/m2/</url></mirror></mirrors></settings>
+EOF
+cat > pom.xml <<'EOF'
+<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<parent><groupId>test.gtd</groupId><artifactId>parent</artifactId><version>1.0</version></parent><artifactId>app</artifactId></project>
+EOF
+mvn -B -q -s s.xml -Dmaven.repo.local=/tmp/mvn-{host}/repo validate 2>&1 | tail -3
+test -f repo/test/gtd/parent/1.0/parent-1.0.pom && echo PACKAGE-CONTENTS-maven"""
+# Gradle resolves a dependency (the same POM) from a Maven repository the build script names.
+GRADLE = """mkdir -p /tmp/gradle-{host} && cd /tmp/gradle-{host} && echo "rootProject.name = 'app'" > settings.gradle && cat > build.gradle <<'EOF'
+configurations {{ deps }}
+repositories {{ maven {{ url "http://{host}:{port}/m2/" }} }}
+dependencies {{ deps "test.gtd:parent:1.0@pom" }}
+task resolved {{ doLast {{ configurations.deps.files.each {{ println "PACKAGE-CONTENTS-gradle " + it.name }} }} }}
+EOF
+GRADLE_USER_HOME=/tmp/gradle-{host}/home gradle --no-daemon -q resolved 2>&1 | grep -v -e '^openjdk' -e '^OpenJDK' | tail -4"""
+
 # name -> (program it needs, script template). {host} and {port} are filled in.
 CLIENTS = {
     "curl": ("curl", "curl -sS --max-time 30 http://{host}:{port}/p"),
@@ -152,6 +181,8 @@ CLIENTS = {
     "git-http": ("git", "git ls-remote http://{host}:{port}/repo.git 2>&1 | grep -q refs/heads/main && echo PACKAGE-CONTENTS-git ||"
                         " git ls-remote http://{host}:{port}/repo.git 2>&1 | tail -2"),
     "apt": ("apt-get", APT),
+    "maven": ("mvn", MAVEN),
+    "gradle": ("gradle", GRADLE),
 }
 
 
@@ -179,7 +210,7 @@ def test_client_reaches_the_allowed_host_and_is_refused_elsewhere(client, reques
     out = _run(session, script.format(host=REFUSED, port=server), repo)
     assert "PACKAGE-CONTENTS-" not in out, out
     assert [(v.target, v.detail) for v in session.violations][:1] == [(f"{REFUSED}:{server}", "not in the allow list")]
-    if client not in ("git-http", "apt", "java"):  # these show only their own summary of the HTTP error
+    if client not in ("git-http", "apt", "java", "maven", "gradle"):  # these show only their own summary of the HTTP error
         assert f"gtd sandbox: {REFUSED}:{server} refused: not in the allow list" in out, out
 
 
