@@ -108,7 +108,8 @@ def _explain_caches(policy, write) -> None:
                f"{fallback_dir(policy.workspace)}; cargo, gradle and maven caches stay read-only")
     write(f"package caches ({how}):\n")
     for cache in policy.caches:
-        origin = f" (from ${cache.origin})" if cache.origin != "default" else ""
+        where = f"${cache.origin}" if cache.origin.isidentifier() else cache.origin  # a variable, or a file's setting
+        origin = f" (from {where})" if cache.origin != "default" else ""
         write(f"  {cache.tool}: {cache.path}{origin}\n")
 
 

@@ -63,16 +63,21 @@ def known_caches(home: Path, environ: Mapping[str, str] | None = None) -> list[T
     xdg_data = Path(environ.get("XDG_DATA_HOME") or home / ".local/share")
     found: list[ToolCache] = []
 
-    def add(tool: str, default: Path, *names: str, env: str | None = None) -> None:
-        hit = _first(environ, *names)
-        path = Path(os.path.expanduser(hit[1])) if hit else default
-        if path.is_absolute():
-            found.append(ToolCache(tool, Path(os.path.normpath(path)), env, hit[0] if hit else "default"))
-
     configured = _configured_cache_dirs(home, environ)
-    add("pip", configured.get("pip", xdg_cache / "pip"), "PIP_CACHE_DIR", env="PIP_CACHE_DIR")
-    add("uv", configured.get("uv", xdg_cache / "uv"), "UV_CACHE_DIR", env="UV_CACHE_DIR")
-    add("npm", configured.get("npm", home / ".npm"), "npm_config_cache", "NPM_CONFIG_CACHE", env="npm_config_cache")
+
+    def add(tool: str, default: Path, *names: str, env: str | None = None) -> None:
+        """The tool's variable wins, then its own config file's setting, then its default."""
+        hit = _first(environ, *names)
+        if hit:
+            path, origin = Path(os.path.expanduser(hit[1])), hit[0]
+        else:
+            path, origin = configured.get(tool, (default, "default"))
+        if path.is_absolute():
+            found.append(ToolCache(tool, Path(os.path.normpath(path)), env, origin))
+
+    add("pip", xdg_cache / "pip", "PIP_CACHE_DIR", env="PIP_CACHE_DIR")
+    add("uv", xdg_cache / "uv", "UV_CACHE_DIR", env="UV_CACHE_DIR")
+    add("npm", home / ".npm", "npm_config_cache", "NPM_CONFIG_CACHE", env="npm_config_cache")
     add("pnpm-store", xdg_data / "pnpm" / "store", "npm_config_store_dir", "PNPM_STORE_DIR", env="npm_config_store_dir")
     add("pnpm", xdg_cache / "pnpm", "npm_config_cache_dir", env="npm_config_cache_dir")
     add("yarn", xdg_cache / "yarn", "YARN_CACHE_FOLDER", env="YARN_CACHE_FOLDER")
@@ -101,24 +106,64 @@ def _expand(value: str, home: Path) -> Path:
     return home / value[2:] if value.startswith("~/") else Path(value)
 
 
-def _configured_cache_dirs(home: Path, environ: Mapping[str, str]) -> dict[str, Path]:
-    """Cache dirs set in the tools' own user config: pip.conf `cache-dir`, uv.toml `cache-dir`, ~/.npmrc `cache`."""
+def _configured_cache_dirs(home: Path, environ: Mapping[str, str]) -> dict[str, tuple[Path, str]]:
+    """Cache dirs set in the tools' own user config, with where each was set: pip.conf `cache-dir`, uv.toml
+    `cache-dir`, ~/.npmrc `cache`, Go's env file (`go env -w GOMODCACHE/GOCACHE/GOPATH`), ~/.m2/settings.xml
+    `<localRepository>` and ccache.conf `cache_dir`. A variable the tool reads overrides each of them."""
     from gtd.sandbox import registries as reg
     from gtd.workspace_files import read_metadata_text
 
-    found: dict[str, Path] = {}
+    found: dict[str, tuple[Path, str]] = {}
     for path in reg.pip_config_files(home, environ):  # later files win, as in pip
         text = read_metadata_text(path)
         match = re.search(r"^\s*cache[-_]dir\s*[=:]\s*(\S+)", text or "", re.MULTILINE)
         if match:
-            found["pip"] = _expand(match.group(1), home)
-    uv_toml = reg._toml(reg._xdg_config(home, environ) / "uv" / "uv.toml") or {}
+            found["pip"] = (_expand(match.group(1), home), f"{_short(path, home)} cache-dir")
+    uv_path = reg._xdg_config(home, environ) / "uv" / "uv.toml"
+    uv_toml = reg._toml(uv_path) or {}
     if isinstance(uv_toml.get("cache-dir"), str):
-        found["uv"] = _expand(uv_toml["cache-dir"], home)
+        found["uv"] = (_expand(uv_toml["cache-dir"], home), f"{_short(uv_path, home)} cache-dir")
     for key, value in reg._npmrc_items(reg.npmrc_path(home, environ)):
         if key == "cache" and value:
-            found["npm"] = _expand(value.replace("${HOME}", str(home)), home)
-    return {k: v for k, v in found.items() if v.is_absolute()}
+            found["npm"] = (_expand(value.replace("${HOME}", str(home)), home), "~/.npmrc cache")
+    go_env_path = reg._go_env_path(home, environ)
+    go_env = reg._go_env_file(home, environ)
+    where = _short(go_env_path, home)
+    if go_env.get("GOMODCACHE"):
+        found["go-mod"] = (_expand(go_env["GOMODCACHE"], home), f"{where} GOMODCACHE")
+    elif go_env.get("GOPATH") and not environ.get("GOPATH"):
+        found["go-mod"] = (_expand(go_env["GOPATH"].split(os.pathsep)[0], home) / "pkg" / "mod", f"{where} GOPATH")
+    if go_env.get("GOCACHE"):
+        found["go-build"] = (_expand(go_env["GOCACHE"], home), f"{where} GOCACHE")
+    local_repository = reg.maven_local_repository(home)
+    if local_repository:
+        found["maven"] = (_expand(local_repository.replace("${user.home}", str(home)), home),
+                          "~/.m2/settings.xml localRepository")
+    ccache_conf = _ccache_config(home, environ)
+    text = read_metadata_text(ccache_conf) if ccache_conf else None
+    match = re.search(r"^\s*cache_dir\s*=\s*(\S+)", text or "", re.MULTILINE)
+    if match:
+        found["ccache"] = (_expand(match.group(1).replace("$HOME", str(home)), home), f"{_short(ccache_conf, home)} cache_dir")
+    return {k: v for k, v in found.items() if v[0].is_absolute()}
+
+
+def _ccache_config(home: Path, environ: Mapping[str, str]) -> Path | None:
+    """ccache's own config file: CCACHE_CONFIGPATH, else ccache.conf in ~/.ccache (when that is the cache dir)
+    or in $XDG_CONFIG_HOME/ccache."""
+    if environ.get("CCACHE_CONFIGPATH"):
+        return Path(environ["CCACHE_CONFIGPATH"])
+    if environ.get("CCACHE_DIR"):
+        return None  # the cache dir is set: its location cannot come from a config file
+    legacy = home / ".ccache"
+    if legacy.is_dir():
+        return legacy / "ccache.conf"
+    return Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "ccache" / "ccache.conf"
+
+
+def _short(path: Path, home: Path) -> str:
+    """A config file's name as the person knows it (~/... under HOME)."""
+    text, root = str(path), str(home).rstrip("/") + "/"
+    return "~/" + text[len(root):] if text.startswith(root) else text
 
 
 # The executable whose presence makes a missing cache worth creating (it would create it itself).

@@ -225,6 +225,17 @@ def _maven_urls(home: Path) -> list[tuple[str, str]]:
     return found
 
 
+def maven_local_repository(home: Path) -> str | None:
+    """~/.m2/settings.xml's <localRepository> (Maven's local repository moved elsewhere), as written."""
+    tree = _maven_tree(home)
+    if tree is None:
+        return None
+    for element in tree.getroot():
+        if _local(element.tag) == "localRepository" and (element.text or "").strip():
+            return element.text.strip()
+    return None
+
+
 def sanitized_maven_settings(home: Path, credential_hosts: Iterable[str] = ()) -> str | None:
     """~/.m2/settings.xml (hidden: it holds server passwords) without its secrets: mirrors, profiles and
     repositories stay; a <server>'s password, private key and passphrase go, unless the server's id is a

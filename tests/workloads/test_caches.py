@@ -37,6 +37,32 @@ def test_cache_locations_follow_the_tools_variables(tmp_path):
     home.joinpath(".npmrc").unlink()
     defaults = {c.tool: str(c.path) for c in known_caches(home, {})}
     assert defaults["pip"] == str(home / ".cache/pip") and defaults["npm"] == str(home / ".npm")
+    assert defaults["go-mod"] == str(home / "go/pkg/mod") and defaults["ccache"] == str(home / ".cache/ccache")
+
+
+def test_cache_locations_the_tools_own_config_files_move(tmp_path):
+    """`go env -w`, settings.xml <localRepository> and ccache.conf `cache_dir` move a cache as the variables
+    do; the variable still wins over the file, as in each tool."""
+    home = tmp_path / "h"
+    (home / ".config/go").mkdir(parents=True)
+    (home / ".config/go/env").write_text("GOMODCACHE=/srv/gomod\nGOCACHE=/srv/gobuild\n")
+    (home / ".m2").mkdir()
+    (home / ".m2/settings.xml").write_text('<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">'
+                                           "<localRepository>${user.home}/m2repo</localRepository></settings>")
+    (home / ".config/ccache").mkdir()
+    (home / ".config/ccache/ccache.conf").write_text("max_size = 5G\ncache_dir = /srv/ccache\n")
+    found = {c.tool: (str(c.path), c.origin) for c in known_caches(home, {})}
+    assert found["go-mod"] == ("/srv/gomod", "~/.config/go/env GOMODCACHE")
+    assert found["go-build"] == ("/srv/gobuild", "~/.config/go/env GOCACHE")
+    assert found["maven"] == (str(home / "m2repo"), "~/.m2/settings.xml localRepository")
+    assert found["ccache"] == ("/srv/ccache", "~/.config/ccache/ccache.conf cache_dir")
+    env = {"GOMODCACHE": "/e/mod", "GOCACHE": "/e/build", "CCACHE_DIR": "/e/ccache"}
+    found = {c.tool: (str(c.path), c.origin) for c in known_caches(home, env)}
+    assert found["go-mod"] == ("/e/mod", "GOMODCACHE") and found["go-build"] == ("/e/build", "GOCACHE")
+    assert found["ccache"] == ("/e/ccache", "CCACHE_DIR")
+    (home / ".config/go/env").write_text("GOPATH=/srv/gopath\n")  # GOPATH from the file, unless the variable sets it
+    assert {c.tool: str(c.path) for c in known_caches(home, {})}["go-mod"] == "/srv/gopath/pkg/mod"
+    assert {c.tool: str(c.path) for c in known_caches(home, {"GOPATH": "/e/gp"})}["go-mod"] == "/e/gp/pkg/mod"
 
 
 def _project(tmp_path: Path, name: str) -> Path:

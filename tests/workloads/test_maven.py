@@ -38,12 +38,12 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0<
                            f"<version>{v}</version></plugin>" for a, v in PLUGINS))
 APP = 'public class App { public static void main(String[] a) { System.out.println(gtd.Greet.hello("sandbox")); } }\n'
 GREET = 'package gtd;\npublic class Greet { public static String hello(String n) { return "hello " + n; } }\n'
-JAR = "$HOME/.m2/repository/test/gtd/greet/1.0/greet-1.0.jar"
+JAR = "test/gtd/greet/1.0/greet-1.0.jar"
 
 
-def mvn(*flags: str) -> str:
+def mvn(*flags: str, local: str = "$HOME/.m2/repository") -> str:
     return (f'MAVEN_OPTS="-Duser.home=$HOME" mvn -B -q {" ".join(flags)} compile'
-            f" && java -cp target/classes:{JAR} App")
+            f" && java -cp target/classes:{local}/{JAR} App")
 
 
 @pytest.fixture
@@ -59,10 +59,11 @@ def maven_repo(file_registry, tmp_path):
     return file_registry
 
 
-def use_mirror(home: Path, url: str) -> None:
+def use_mirror(home: Path, url: str, local_repository: str = "") -> None:
     settings = home / ".m2" / "settings.xml"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(f"<settings><mirrors><mirror><id>company</id><mirrorOf>*</mirrorOf><url>{url}/</url>"
+    local = f"<localRepository>{local_repository}</localRepository>" if local_repository else ""
+    settings.write_text(f"<settings>{local}<mirrors><mirror><id>company</id><mirrorOf>*</mirrorOf><url>{url}/</url>"
                         f"</mirror></mirrors></settings>\n")
 
 
@@ -80,7 +81,7 @@ def test_maven_offline_build_at_readwrite_reads_the_users_local_repository(sandb
     assert outside.returncode == 0 and outside.stdout.endswith("hello sandbox\n"), outside.stdout + outside.stderr
     local = isolated_home / ".m2" / "repository"
     before = tree_state(local)
-    assert "test/gtd/greet/1.0/greet-1.0.jar" in before
+    assert JAR in before
 
     project(repo)
     session = sandbox(Level.READWRITE)  # the repository is out of reach: only the local repository can serve this
@@ -119,3 +120,23 @@ def test_maven_offline_build_without_a_local_repository_fails_inside_as_outside(
     inside = run(sandbox(Level.READWRITE), mvn("-o"), repo, timeout=300)
     assert outside.returncode != 0 and inside.returncode != 0
     assert "offline mode" in outside.stdout and "offline mode" in inside.stdout, inside.stdout
+
+
+def test_maven_local_repository_moved_in_settings_xml_is_the_one_read_and_kept_unwritten(sandbox, repo, maven_repo, isolated_home, tmp_path):
+    """<localRepository> in ~/.m2/settings.xml moves the cache: gtd overlays that one, not ~/.m2/repository."""
+    use_mirror(isolated_home, maven_repo.url(), "${user.home}/m2-local")
+    host_project = tmp_path / "host-app"
+    project(host_project)
+    outside = run(None, mvn(local="$HOME/m2-local"), host_project, timeout=300)
+    assert outside.returncode == 0 and outside.stdout.endswith("hello sandbox\n"), outside.stdout + outside.stderr
+    local = isolated_home / "m2-local"
+    before = tree_state(local)
+    assert JAR in before
+
+    project(repo)
+    session = sandbox(Level.READWRITE)
+    assert local in [c.path for c in session.policy.caches]
+    inside = run(session, mvn("-o", local="$HOME/m2-local"), repo, timeout=300)
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    assert inside.stdout.endswith("hello sandbox\n") and session.violations == []
+    assert tree_state(local) == before
