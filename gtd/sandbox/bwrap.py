@@ -39,6 +39,7 @@ manages to put in the sealed root itself lives in that tmpfs and vanishes with t
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass, field
@@ -233,6 +234,8 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
     a hidden directory (the more specific rule, shown by `gtd sandbox explain`).
     """
     roots: list[WritableRoot] = []
+    protected = {str(p) for p in policy.protected}  # `_inside(x, any protected)`: one set lookup per ancestor
+    hidden = [(d, Path(os.path.realpath(d))) for d in policy.deny_read if os.path.lexists(d)]
     for w in policy.writable:
         if not os.path.lexists(w):
             continue  # missing and not created by the session: stays read-only
@@ -243,10 +246,9 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
             real = w
         else:
             real = Path(os.path.realpath(w))
-        if any(_inside(w, p) or _inside(real, p) for p in policy.protected):
+        if _has_ancestor_in(str(w), protected, self_too=True) or _has_ancestor_in(str(real), protected, self_too=True):
             continue
-        if any(_inside(real, Path(os.path.realpath(d))) and not _strictly_inside(w, d) for d in policy.deny_read
-               if os.path.lexists(d)):
+        if any(_inside(real, real_d) and not _strictly_inside(w, d) for d, real_d in hidden):
             continue
         roots.append(WritableRoot(w, real))
     return list({r.real: r for r in roots}.values())
@@ -271,23 +273,39 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     return binds
 
 
-def _root_of(p: Path, writable: list[Path]) -> Path | None:
-    """The innermost writable root strictly holding p (None: p is read-only anyway)."""
-    inside = [w for w in writable if _strictly_inside(p, w)]
-    return max(inside, key=lambda w: len(w.parts)) if inside else None
+def _root_of(p: Path, writable: dict[str, Path]) -> Path | None:
+    """The innermost writable root strictly holding p (None: p is read-only anyway). `writable`: the
+    roots by their string; p's ancestors are looked up from the nearest up."""
+    path = str(p)
+    parent = os.path.dirname(path)
+    while parent != path:
+        if parent in writable:
+            return writable[parent]
+        path, parent = parent, os.path.dirname(parent)
+    return None
 
 
 def _outermost_protected(policy: SandboxPolicy) -> list[Path]:
     """The protected paths not inside another one (the outer mount covers the inner)."""
-    candidates = {str(p) for p in policy.protected}
-    return [p for p in policy.protected if not _has_ancestor_in(str(p), candidates)]
+    return list(_outermost(policy.protected))
 
 
-def _gets_placeholder(where: Path, policy: SandboxPolicy) -> bool:
+@functools.lru_cache(maxsize=8)
+def _outermost(protected: tuple[Path, ...]) -> tuple[Path, ...]:
+    """A pure function of the paths (strings only): worked out once per session's policy, not per command."""
+    candidates = {str(p) for p in protected}
+    return tuple(p for p in protected if not _has_ancestor_in(str(p), candidates))
+
+
+def _gtd_own() -> tuple[Path, Path]:
+    """gtd's own config and state dirs (read by gtd while the agent runs)."""
+    return paths.user_config_dir(), paths.user_state_dir()
+
+
+def _gets_placeholder(where: Path, policy: SandboxPolicy, gtd_own: tuple[Path, Path]) -> bool:
     """A missing protected path's first missing component gets a read-only placeholder file outside
-    the workspace and in gtd's own dirs (which gtd reads while the agent runs); inside the workspace
-    it is watched instead (a mount point there would be a phantom file in the work tree)."""
-    gtd_own = (paths.user_config_dir(), paths.user_state_dir())
+    the workspace and in gtd's own dirs (`gtd_own`: which gtd reads while the agent runs); inside the
+    workspace it is watched instead (a mount point there would be a phantom file in the work tree)."""
     return not _inside(where, policy.workspace) or any(_inside(where, own) for own in gtd_own)
 
 
@@ -298,16 +316,17 @@ def placeholder_parents(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     creates these parent directories on the host first (hostcreate), so the placeholder lands on
     the protected path itself."""
     try:
-        writable = [r.real for r in writable_roots(policy)]
+        writable = {str(r.real): r.real for r in writable_roots(policy)}
     except SandboxUnavailable:
         return []  # every command will be refused, naming the path
     found: list[tuple[Path, Path]] = []
+    gtd_own = _gtd_own()
     for p in _outermost_protected(policy):
         root = _root_of(p, writable)
         if root is None or _inside(p, policy.workspace):
             continue
         state, where = _first_problem(p, root)
-        if state == "missing" and where != p and _gets_placeholder(where, policy):
+        if state == "missing" and where != p and _gets_placeholder(where, policy, gtd_own):
             found.append((p, where))
     return found
 
@@ -400,10 +419,13 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
                 seen_ancestors.add(anc)
                 add(anc, 2, "--bind", str(anc), str(anc))
 
+    by_string = {str(w): w for w in writable}
+
     def root_of(p: Path) -> Path | None:
-        return _root_of(p, writable)
+        return _root_of(p, by_string)
 
     targets: list[Path] = []
+    gtd_own = _gtd_own()
     protected_set = {str(p) for p in policy.protected}
     for p in _outermost_protected(policy):
         root = root_of(p)
@@ -425,7 +447,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
             add(p, 3, "--ro-bind", str(p), str(p))
         elif where == policy.workspace / paths.PROJECT_CONFIG_NAME:
             pass  # gtd itself creates it when the person saves an approval mid-run; untrusted until pinned
-        elif not _gets_placeholder(where, policy):
+        elif not _gets_placeholder(where, policy, gtd_own):
             plan.watched.append((p, where))
         else:
             add(where, 3, "--ro-bind", str(empty_file()), str(where))

@@ -14,10 +14,8 @@ the hosts whose credentials the person opts in to pass (userinfo in their URLs, 
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -126,6 +124,8 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
         text = read_metadata_text(path)
         if text is None:
             continue
+        import configparser  # here: most sandboxed commands never read a pip.conf
+
         parser = configparser.RawConfigParser(strict=False)
         try:
             parser.read_string(text)
@@ -274,6 +274,8 @@ def _toml(path: Path) -> dict | None:
     text = read_metadata_text(path)
     if text is None:
         return None
+    import tomllib  # here: most sandboxed commands never read a TOML settings file
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError:
