@@ -1,9 +1,9 @@
 """What the kernel layers under bubblewrap cost per sandboxed command (ratios, same run).
 
-1. `SandboxSession.run(["true"])` with Landlock + resource limits (the launcher `python -I -S
-   launch.py` in front of the command, a cgroup per command where one is writable)
-   vs. the same session with the layers switched off.
-2. The launcher alone: `python -I -S launch.py ... -- true` vs. `python -I -S -c pass` vs. `true`.
+1. `SandboxSession.run(["true"])` with Landlock + resource limits (the native launcher, launch.c, in front
+   of the command, a cgroup per command where one is writable), the same with the Python launcher
+   (`python -I -S launch.py`, the fallback without a C compiler), and the session with the layers off.
+2. The launchers alone: native and `python -I -S launch.py ... -- true` vs. `python -I -S -c pass` vs. `true`.
 
 Run: .venv/bin/python benchmarks/bench_kernel_layers.py [--runs N]
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from benchlib import timed  # noqa: E402
+from benchlib import interleaved, table  # noqa: E402
 
 
 def main() -> None:
@@ -43,27 +43,53 @@ def main() -> None:
     print(f"landlock: {status()['landlock']}; cgroups: {status()['cgroups'] or 'none writable'}")
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
     session = open_sandbox(policy)
-    run = lambda: session.run(["true"], cwd=repo)  # noqa: E731
-    run()
-    with_layers = timed(run, args.runs)
+    layers = session._layers
+    native = layers.native
+    if native is None:
+        print("no native launcher (no C compiler?): the native rows repeat the Python launcher")
     prefix, cgroup = KernelLayers.prefix, KernelLayers.cgroup
-    KernelLayers.prefix = lambda self, *args: []
-    KernelLayers.cgroup = lambda self: None
-    without = timed(run, args.runs)
-    KernelLayers.prefix, KernelLayers.cgroup = prefix, cgroup
+
+    def with_launcher(which):
+        def run():
+            layers.native = native if which == "native" else None
+            session.run(["true"], cwd=repo)
+        return run
+
+    def without_layers():
+        KernelLayers.prefix = lambda self, *args: []
+        KernelLayers.cgroup = lambda self: None
+        try:
+            session.run(["true"], cwd=repo)
+        finally:
+            KernelLayers.prefix, KernelLayers.cgroup = prefix, cgroup
+
+    times = interleaved({"without": without_layers, "native": with_launcher("native"),
+                         "python": with_launcher("python")}, args.runs)
     session.close()
-    print(f"SandboxSession.run(true) without the layers: {without:6.1f} ms")
-    print(f"SandboxSession.run(true) with the layers:    {with_layers:6.1f} ms  ratio {with_layers / without:.2f}x"
-          f"  added {with_layers - without:+.1f} ms")
 
     py = os.path.realpath(sys.executable)
-    launcher = [py, "-I", "-S", str(LAUNCHER), "--nproc", "8192", "--data", str(1 << 34), "--landlock", "3",
-                "--write", str(repo), "--write", "/tmp", "--", "true"]
-    t = timed(lambda: subprocess.run(["true"]), args.runs)
-    p = timed(lambda: subprocess.run([py, "-I", "-S", "-c", "pass"]), args.runs)
-    lch = timed(lambda: subprocess.run(launcher), args.runs)
-    print(f"true: {t:.1f} ms   python -I -S -c pass: {p:.1f} ms   launcher + true: {lch:.1f} ms"
-          f"  (launcher beyond bare python: {lch - p:+.1f} ms)")
+    launch_args = ["--nproc", "8192", "--data", str(1 << 34), "--landlock", "3", "--write", str(repo), "--write", "/tmp",
+                   "--", "true"]
+    binary = tmp / "launch"
+    binary.write_bytes(native or b"")
+    binary.chmod(0o755)
+    alone = {"true": lambda: subprocess.run(["true"]),
+             "python -I -S -c pass": lambda: subprocess.run([py, "-I", "-S", "-c", "pass"]),
+             "launch.py + true": lambda: subprocess.run([py, "-I", "-S", str(LAUNCHER), *launch_args])}
+    if native:
+        alone["native launcher + true"] = lambda: subprocess.run([str(binary), *launch_args])
+    lone = interleaved(alone, args.runs)
+
+    base = times["without"]
+    rows = [
+        ("SandboxSession.run(true) without the layers", f"{base:.1f} ms", "baseline", "", None),
+        ("... with them, native launcher", f"{times['native']:.1f} ms",
+         f"+{times['native'] - base:.1f} ms ({times['native'] / base:.2f}x)", "", None),
+        ("... with them, Python launcher", f"{times['python']:.1f} ms",
+         f"+{times['python'] - base:.1f} ms ({times['python'] / base:.2f}x)", "", None),
+    ] + [(name, f"{value:.1f} ms", f"+{value - lone['true']:.1f} ms", "", None) for name, value in lone.items()]
+    print(f"Median of {args.runs} interleaved runs (one cgroup per command where one is writable)")
+    print(table(rows))
 
 
 if __name__ == "__main__":

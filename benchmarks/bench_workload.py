@@ -7,7 +7,9 @@ Python, file I/O and imports: what a build phase's test command does). Measured 
 2. inside, per command: the same suite through one open SandboxSession at readwrite (what every test
    run of a build phase pays: bwrap, seccomp, kernel layers, the package-cache overlay's nsenter);
 3. inside, end to end: `gtd sandbox run --level readwrite -- <suite>` (adds gtd's own start-up and the
-   session set-up, a constant per command).
+   session set-up, a constant per command);
+4. the constants: `true` through the open session vs outside, and `gtd sandbox run -- true` end to end
+   vs bare bwrap.
 
 It also reports what the package-cache overlay adds to a session's start (the holder namespace with
 its overlay mounts) against a session without caches.
@@ -28,6 +30,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from benchlib import cleanup, gtd_command, hermetic_env, interleaved, runner, table, temp_dir  # noqa: E402
 
+BARE = ["bwrap", "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-net",
+        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
 SUITE = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/workflow/test_todo.py"]
 
 
@@ -65,6 +69,9 @@ def main() -> None:
 
         cases = {
             "true outside": runner(["true"], cwd=ROOT, env=env),
+            "bare bwrap true": runner([*BARE, "true"], cwd=ROOT, env=env),
+            "gtd sandbox run true": runner([*gtd_command(), "sandbox", "run", "--level", "readwrite", "--", "true"],
+                                           cwd=ROOT, env=env),
             "true inside (session)": inside_true,
             "outside": runner(SUITE, cwd=ROOT, env=env),
             "inside (session)": inside,
@@ -100,6 +107,10 @@ def main() -> None:
          f"{times['inside (gtd sandbox run)'] / base:.3f}x", "(adds gtd start-up)", None),
         ("per command: `true` inside (session)", f"{times['true inside (session)']:.0f} ms",
          f"+{times['true inside (session)'] - times['true outside']:.0f} ms", "(constant per command)", None),
+        ("bare bwrap true", f"{times['bare bwrap true']:.0f} ms", "baseline", "", None),
+        ("gtd sandbox run --level readwrite -- true", f"{times['gtd sandbox run true']:.0f} ms",
+         f"+{times['gtd sandbox run true'] - times['bare bwrap true']:.0f} ms",
+         "<= +60 ms", times["gtd sandbox run true"] - times["bare bwrap true"] <= 60),
         ("session start without caches", f"{starts['session start without caches']:.1f} ms", "baseline", "", None),
         ("session start with the cache overlay", f"{starts['session start with caches']:.1f} ms",
          f"+{starts['session start with caches'] - starts['session start without caches']:.1f} ms", "", None),
