@@ -18,6 +18,7 @@ write would really land, never about its spelling.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -171,18 +172,28 @@ def _parent(root: Path, path: str | os.PathLike, *, create: bool = False) -> _Pa
         return None
 
 
+@contextlib.contextmanager
+def _entry(root: Path, path: str | os.PathLike):
+    """(the open parent directory, the entry's lstat) for an existing entry, else None: a missing
+    entry, or a missing directory on its way, is simply absent (symlinked parents are an error)."""
+    parent = _parent(root, path)
+    if parent is None:
+        yield None
+        return
+    with parent:
+        st = parent.lstat()
+        yield None if st is None else (parent, st)
+
+
 # -- reading ----------------------------------------------------------------------------------------
 
 def read_bytes(root: Path, path: str | os.PathLike, *, limit: int = MAX_READ_BYTES) -> bytes | None:
     """The file's bytes, or None when it does not exist. Symlinks, special files and files over
     `limit` bytes are an UnsafeWorkspacePath error naming the file."""
-    parent = _parent(root, path)
-    if parent is None:
-        return None
-    with parent:
-        st = parent.lstat()
-        if st is None:
+    with _entry(root, path) as found:
+        if found is None:
             return None
+        parent, st = found
         if not stat.S_ISREG(st.st_mode):
             raise _refuse_kind(parent.shown, st.st_mode)  # refused before opening: no device or FIFO is opened
         try:
@@ -219,13 +230,10 @@ def read_text(root: Path, path: str | os.PathLike, *, limit: int = MAX_READ_BYTE
 
 def is_file(root: Path, path: str | os.PathLike) -> bool:
     """True for a regular file, False when nothing is there; a symlink or special file is an error."""
-    parent = _parent(root, path)
-    if parent is None:
-        return False
-    with parent:
-        st = parent.lstat()
-        if st is None:
+    with _entry(root, path) as found:
+        if found is None:
             return False
+        parent, st = found
         if not stat.S_ISREG(st.st_mode):
             raise _refuse_kind(parent.shown, st.st_mode)
         return True
@@ -233,11 +241,8 @@ def is_file(root: Path, path: str | os.PathLike) -> bool:
 
 def exists(root: Path, path: str | os.PathLike) -> bool:
     """Whether anything (not followed) is at the path; symlinked parent directories are an error."""
-    parent = _parent(root, path)
-    if parent is None:
-        return False
-    with parent:
-        return parent.lstat() is not None
+    with _entry(root, path) as found:
+        return found is not None
 
 
 def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES) -> str | None:
@@ -311,13 +316,10 @@ def append_text(root: Path, path: str | os.PathLike, text: str) -> None:
 
 def remove(root: Path, path: str | os.PathLike) -> bool:
     """Remove the file (a symlink at the path itself is removed, not followed). Returns whether it existed."""
-    parent = _parent(root, path)
-    if parent is None:
-        return False
-    with parent:
-        st = parent.lstat()
-        if st is None:
+    with _entry(root, path) as found:
+        if found is None:
             return False
+        parent, st = found
         if stat.S_ISDIR(st.st_mode):
             raise _refuse_kind(parent.shown, st.st_mode)
         os.unlink(parent.name, dir_fd=parent.fd)

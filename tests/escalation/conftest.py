@@ -20,6 +20,18 @@ def http_server():
 
 
 @pytest.fixture
+def registry(http_server):
+    """The user config lists the loopback server's IP literal (loopback needs that), not its name:
+    whether the name is reachable is what the tests decide. Returns the name as host:port."""
+    from gtd.paths import user_config_file
+
+    path = user_config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'# loopback needs its IP literal listed\n[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
+    return f"localhost:{http_server}"
+
+
+@pytest.fixture
 def spawn_gtd(isolated_home):
     """spawn_gtd(*args, cwd=...) -> a pexpect child running the real gtd in a terminal (plain output)."""
     children: list[pexpect.spawn] = []

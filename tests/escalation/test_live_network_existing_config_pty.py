@@ -9,21 +9,12 @@ import pytest
 
 from escalation_support import finish
 from gtd.escalation.trust import TrustStore
-from gtd.paths import user_config_file
 from support import git, run_gtd
 
 pytestmark = pytest.mark.bwrap
 
 EXISTING = {"testCommand": "make test", "sandbox": {"levels": {"readwrite": {
     "denyDomains": ["tracker.example"], "allowDomains": ["cloned.example:443"]}}}, "provider": "pi"}
-
-
-@pytest.fixture
-def registry(http_server):
-    path = user_config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
-    return f"localhost:{http_server}"
 
 
 def _curl(target):

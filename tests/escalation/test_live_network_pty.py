@@ -21,15 +21,6 @@ from support import git, run_gtd
 pytestmark = pytest.mark.bwrap
 
 
-@pytest.fixture
-def registry(http_server):
-    """The user config that makes the loopback server reachable once its name is approved; yields the target."""
-    path = user_config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'# loopback needs its IP literal listed\n[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
-    return f"localhost:{http_server}"
-
-
 def _curl(target):
     return ["sandbox", "run", "--level", "readwrite", "--", "curl", "--noproxy", "", "-sS", "--max-time", "30", "-w", " HTTP=%{http_code}\\n",
             f"http://{target}/"]

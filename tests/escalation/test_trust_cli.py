@@ -14,15 +14,6 @@ from gtd.paths import user_config_file
 pytestmark = pytest.mark.bwrap
 
 
-@pytest.fixture
-def registry(http_server):
-    """Loopback needs its IP literal allowed (user config); whether the name is allowed is the project's say."""
-    path = user_config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
-    return f"localhost:{http_server}"
-
-
 def _project(repo, levels):
     (repo / ".gtdrc.json").write_text(json.dumps({"sandbox": {"levels": {"readwrite": levels}}}, indent=2) + "\n")
     git(repo, "add", ".gtdrc.json")

@@ -106,15 +106,6 @@ def test_approve_walks_pending_requests_to_user_config_and_deny(repo, spawn_gtd)
     assert PendingStore(repo).list() == [] and not (repo / ".gtdrc.json").read_text().count("writablePaths")
 
 
-@pytest.fixture
-def registry(http_server):
-    """The user config lists the loopback server's IP literal (loopback needs that), not its name."""
-    path = user_config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[sandbox.levels.readwrite]\nallowDomains = ["127.0.0.1:{http_server}"]\n')
-    return f"localhost:{http_server}"
-
-
 def _build_script():
     return {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
             "build": [{"actions": [{"write": {"path": "count.py", "content": CODE}}]}]}
