@@ -60,8 +60,9 @@ def explain(
     ):
         items = data[key]
         write(f"{title}:{'' if items else ' (none)'}\n")
+        origins = (data.get("modelHostOrigins") or {}) if key == "modelHosts" else {}
         for item in items:
-            write(f"  {item}\n")
+            write(f"  {item}" + (f" (from {origins[item]})" if item in origins else "") + "\n")
     _explain_registries(policy, write)
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:

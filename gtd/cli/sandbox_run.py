@@ -30,7 +30,7 @@ def policy_for(phase: Phase | None, level: Level | None, directory: Path | None,
     loaded = load_config_at(directory)
     workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
     config = ConfigView(loaded.values)
-    needs = provider_needs(config) if with_provider else None
+    needs = provider_needs(config, workspace) if with_provider else None
     return build_policy(config, workspace=workspace, phase=phase, level=level, needs=needs)
 
 
@@ -46,12 +46,12 @@ def load_config_at(directory: Path | None):
         return load_config((directory or Path.cwd()).resolve())
 
 
-def provider_needs(config):
+def provider_needs(config, workspace: Path | None = None):
     """What the configured agent CLI needs (model API host, state dirs): part of every phase's policy."""
     try:
         from gtd.providers.registry import get_provider
 
-        return get_provider(config.provider, config).sandbox_needs()
+        return get_provider(config.provider, config).sandbox_needs(workspace)
     except Exception:  # noqa: BLE001 - no provider installed: explain the policy without its needs
         return None
 

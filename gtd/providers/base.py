@@ -47,6 +47,8 @@ class SandboxNeeds:
     """What the provider needs from the sandbox at every level below `full`."""
 
     model_hosts: list[str] = field(default_factory=list)  # "host:port", reachable at every level
+    # Where a model host beyond the CLI's default API came from (shown by `gtd sandbox explain`).
+    model_host_origins: dict[str, str] = field(default_factory=dict)
     writable_dirs: list[Path] = field(default_factory=list)  # state dirs: sessions, caches
     protected_paths: list[Path] = field(default_factory=list)  # its config/hook/plugin dirs: read-only
     env_passthrough: list[str] = field(default_factory=list)  # credential env var names let in
@@ -83,8 +85,12 @@ class Provider(ABC):
         path = self.executable_path()
         return cli_version(path) if path else None
 
+    # Model per phase from gtd's config (`models.<phase>`; None: the CLI's own default), set by the registry.
+    models: dict[str, str | None] = {}
+
     @abstractmethod
-    def sandbox_needs(self) -> SandboxNeeds: ...
+    def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
+        """`workspace`: files there are never read as the person's own settings."""
 
     @abstractmethod
     def command(self, request: AgentRequest) -> CommandSpec: ...

@@ -36,7 +36,7 @@ class ClaudeProvider(Provider):
     def __init__(self, config_dir: Path | None = None):
         self.config_dir = config_dir or agent_dir("claude")
 
-    def sandbox_needs(self) -> SandboxNeeds:
+    def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         return SandboxNeeds(
             model_hosts=[host_port(anthropic_base_url() or ANTHROPIC_DEFAULT)],
             writable_dirs=[self.config_dir],

@@ -9,12 +9,14 @@ an `ask` would be auto-rejected headless and stop the agent).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, opencode_config, provider_of
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, with_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -41,17 +43,25 @@ class OpencodeProvider(Provider):
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")
 
-    def sandbox_needs(self) -> SandboxNeeds:
+    def user_config(self, workspace: Path | None = None) -> CliModelConfig:
+        """The person's own opencode settings (default model, providers they defined): user-level only."""
+        return opencode_config(Path(os.environ.get("HOME") or Path.home()), workspace=workspace)
+
+    def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
+        own = self.user_config(workspace)
+        extra = [h for h in model_hosts(own, chosen_models("opencode", own, self.models)) if h.rule not in hosts]
         return SandboxNeeds(
-            model_hosts=list(dict.fromkeys(hosts)),
+            model_hosts=list(dict.fromkeys(hosts + [h.rule for h in extra])),
+            model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.home / d for d in ("data", "state", "cache")],
-            protected_paths=[self.home / "config"],
+            protected_paths=[self.home / "config", *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
         )
 
-    def config(self, request: AgentRequest) -> dict:
-        """The whole opencode config for one run."""
+    def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
+        """The whole opencode config for one run. `own`: the person's settings, whose definition of
+        the run's provider (a local server, a gateway) is carried over."""
         permission: dict = {"*": "allow", "external_directory": "allow", "doom_loop": "allow"}
         for name in sorted(OPENCODE_INTERACTIVE):
             permission[name] = "deny"
@@ -73,6 +83,9 @@ class OpencodeProvider(Provider):
             "agent": {AGENT: agent},
         }
         providers = _providers(request.model)
+        chosen = provider_of(request.model)
+        if own is not None and chosen and chosen not in providers and chosen in own.providers:
+            providers[chosen] = own.providers[chosen]
         if providers:
             config["provider"] = providers
         return config
@@ -88,6 +101,9 @@ class OpencodeProvider(Provider):
     def command(self, request: AgentRequest) -> CommandSpec:
         self.prepare()
         _ensure_project_dir(Path(request.cwd))
+        own = self.user_config(Path(request.cwd))
+        if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default
+            request = dataclasses.replace(request, model=own.model)
         argv = [self.executable_path() or self.executable, "run", "--format", "json", "--agent", AGENT]
         if request.model:
             argv += ["-m", request.model]
@@ -96,7 +112,7 @@ class OpencodeProvider(Provider):
         argv += ["--", request.prompt]
         env = {key: str(self.home / sub) for key, sub in XDG.items()}
         env.update({
-            "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(request)),
+            "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(request, own)),
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",

@@ -9,11 +9,14 @@ so the outcome is read from the stream, not the exit status.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from pathlib import Path
 
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, pi_config, provider_of
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, strip_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -39,14 +42,24 @@ class PiProvider(Provider):
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("pi")
 
-    def sandbox_needs(self) -> SandboxNeeds:
+    def user_config(self, workspace: Path | None = None) -> CliModelConfig:
+        """The person's own pi settings (default model, models.json providers): user-level only, never
+        gtd's own agent dir."""
+        environ = {k: v for k, v in os.environ.items() if k != "PI_CODING_AGENT_DIR" or Path(v) != self.home}
+        return pi_config(Path(os.environ.get("HOME") or Path.home()), environ, workspace=workspace)
+
+    def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
+        own = self.user_config(workspace)
+        extra = [h for h in model_hosts(own, chosen_models("pi", own, self.models)) if h.rule not in hosts]
+        hosts += [h.rule for h in extra]
         # Only the sessions dir is writable: the rest of the agent dir (settings, models, extensions,
         # AGENTS.md/SYSTEM.md) is outside every writable root, hence read-only, without placeholders.
         return SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts)),
+            model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.sessions_dir],
-            protected_paths=[self.home / name for name in PROTECTED_NAMES],
+            protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
         )
 
@@ -54,13 +67,21 @@ class PiProvider(Provider):
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
 
-    def prepare(self, request: AgentRequest) -> None:
-        """gtd's own settings and model definitions, rewritten before every run (read-only inside)."""
+    def prepare(self, request: AgentRequest, own: CliModelConfig | None = None) -> None:
+        """gtd's own settings and model definitions, rewritten before every run (read-only inside).
+        The person's own definition of the run's provider (`own`, from their models.json) is carried over."""
         write_json(self.home / "settings.json", {"quietStartup": True, "collapseChangelog": True})
-        write_json(self.home / "models.json", {"providers": _providers(request.model)})
+        providers = _providers(request.model)
+        chosen = provider_of(request.model)
+        if own is not None and chosen and chosen not in providers and chosen in own.providers:
+            providers[chosen] = own.providers[chosen]
+        write_json(self.home / "models.json", {"providers": providers})
 
     def command(self, request: AgentRequest) -> CommandSpec:
-        self.prepare(request)
+        own = self.user_config(Path(request.cwd))
+        if not request.model and own.model:  # gtd runs pi with its own agent dir: pass the person's default
+            request = dataclasses.replace(request, model=own.model)
+        self.prepare(request, own)
         argv = [self.executable_path() or self.executable, "-p", "--mode", "json", "--tools", ",".join(TOOLS),
                 "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
         if request.model:

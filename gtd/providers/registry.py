@@ -35,7 +35,15 @@ def _load(name: str) -> type[Provider]:
 def _make(name: str, config: GtdConfig) -> Provider:
     if name == "scripted":
         return _load(name)(config.script)
-    return _load(name)()
+    provider = _load(name)()
+    provider.models = phase_models(config)
+    return provider
+
+
+def phase_models(config) -> dict[str, str | None]:
+    """`models.<phase>` of a GtdConfig or a ConfigView (where an unset phase may be absent)."""
+    models = getattr(config, "models", None)
+    return {phase: getattr(models, phase, None) for phase in ("plan", "build", "learn")} if models is not None else {}
 
 
 def get_provider(name: str, config: GtdConfig) -> Provider:

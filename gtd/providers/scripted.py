@@ -42,7 +42,7 @@ class ScriptedProvider(Provider):
 
         return gtd_version
 
-    def sandbox_needs(self) -> SandboxNeeds:
+    def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         return SandboxNeeds()
 
     def load_script(self, base: Path | None = None) -> dict[str, list[dict]]:

@@ -59,6 +59,8 @@ class SandboxPolicy:
     deny_domains: tuple[str, ...]
     model_hosts: tuple[str, ...]
     env_passthrough: tuple[str, ...]
+    # (rule, origin) for model hosts named by the person's own CLI config (providers/cli_models.py).
+    model_host_origins: tuple[tuple[str, str], ...] = ()
     enabled: bool = True
     phase: Phase | None = None
     home: Path = field(default_factory=Path.home)
@@ -116,6 +118,7 @@ class SandboxPolicy:
             "protected": [str(p) for p in self.protected],
             "denyRead": [str(p) for p in self.deny_read],
             "modelHosts": list(self.model_hosts),
+            "modelHostOrigins": dict(self.model_host_origins),
             "allowDomains": list(self.allow_domains),
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
@@ -252,6 +255,8 @@ def build_policy(
         allow_domains=_unique(allow),
         deny_domains=_unique(deny),
         model_hosts=_unique(needs.model_hosts),
+        model_host_origins=tuple((rule, origin) for rule, origin in needs.model_host_origins.items()
+                                 if rule in needs.model_hosts),
         env_passthrough=_unique([*needs.env_passthrough, *(k for k in LOCATION_VARS if k in os.environ)]),
         enabled=config.sandbox.enabled,
         phase=phase,

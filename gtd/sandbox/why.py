@@ -68,8 +68,9 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
     rules = DomainRules.parse(policy.reachable, policy.deny_domains)
     if host.strip("[]").lower() in ("localhost", "::1") or host.startswith("127."):
         if port in policy.host_loopback_ports:
-            return Verdict(shown, True, "forwarded to the same port on the host's loopback",
-                           f"hostLoopbackPorts: {port}")
+            origin = next((o for h, o in policy.model_host_origins if split_host_port(h)[1] == port), None)
+            return Verdict(shown, True, "forwarded to the same port on the host's loopback"
+                           + (f" (the model API from {origin})" if origin else ""), f"hostLoopbackPorts: {port}")
         return Verdict(shown, True, "the sandbox's own loopback: a server a command starts there is reached "
                        f"directly; to reach the host's {shown} instead, add {port} to "
                        f"sandbox.levels.{level}.hostLoopbackPorts")
@@ -81,7 +82,9 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
     if decision == "allow":
         rule = next(r for r in rules.allow if r.matches(host, port))
         registry = next((r for r in policy.registries if str(parse_rule(r.rule)) == str(rule)), None)
-        source = "the provider's model API" if str(rule) in {str(parse_rule(h)) for h in policy.model_hosts} \
+        origin = next((o for h, o in policy.model_host_origins if str(parse_rule(h)) == str(rule)), None)
+        source = f"the provider's model API (from {origin})" if origin \
+            else "the provider's model API" if str(rule) in {str(parse_rule(h)) for h in policy.model_hosts} \
             else f"your own {registry.tool} registry setting ({registry.origin})" if registry \
             else f"allowDomains at or below level {level}"
         return Verdict(shown, True, f"allowed by {source} (names resolving to loopback, link-local or metadata "

@@ -62,7 +62,7 @@ class PhaseAgent:
 
     def policy(self) -> SandboxPolicy:
         policy = build_policy(self.ctx.config, workspace=self.ctx.repo, phase=self.phase, level=self.level,
-                              needs=self.ctx.provider.sandbox_needs())
+                              needs=self.ctx.provider.sandbox_needs(self.ctx.repo))
         if self.once_writable or self.once_domains:
             policy = dataclasses.replace(policy, writable=tuple(policy.writable) + tuple(self.once_writable),
                                          allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
