@@ -15,7 +15,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -77,6 +76,8 @@ def read(directory: Path, key: str) -> dict[str, Any] | None:
 
 def write(directory: Path, key: str, entry: dict[str, Any]) -> None:
     """Atomically store an entry (best effort: a read-only or full disk only costs speed)."""
+    import tempfile  # here: a hit (every fast start) writes nothing
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".cfg.", suffix=".tmp", dir=directory)

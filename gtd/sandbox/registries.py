@@ -196,11 +196,11 @@ _MAVEN_SECRETS = ("password", "privateKey", "passphrase")
 
 
 def _maven_tree(home: Path):
-    import xml.etree.ElementTree as ET
-
     text = read_metadata_text(home.joinpath(*MAVEN_SETTINGS))
     if text is None or "<!DOCTYPE" in text or "<!ENTITY" in text:  # no entity expansion, ever
         return None
+    import xml.etree.ElementTree as ET  # here: only where a settings.xml is there to parse
+
     try:
         return ET.ElementTree(ET.fromstring(text))
     except ET.ParseError:
@@ -240,11 +240,10 @@ def sanitized_maven_settings(home: Path, credential_hosts: Iterable[str] = ()) -
     """~/.m2/settings.xml (hidden: it holds server passwords) without its secrets: mirrors, profiles and
     repositories stay; a <server>'s password, private key and passphrase go, unless the server's id is a
     mirror or repository whose host is opted in."""
-    import xml.etree.ElementTree as ET
-
     tree = _maven_tree(home)
     if tree is None:
         return None
+    import xml.etree.ElementTree as ET
     root = tree.getroot()
     namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
     if namespace:
