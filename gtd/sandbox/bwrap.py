@@ -255,20 +255,19 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
 
 
 def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
-    """(resolved source, place git looks) for each of the workspace's git dirs that the private /tmp
-    would hide: a linked worktree of a repository under /tmp reaches its gitdir and common dir there.
-    Read-only like every git dir; resolved on the host, bound where it really is and, when the
-    `.git` file or `commondir` spells it through a symlink under /tmp, also where git looks."""
+    """(resolved source, place git looks) for the git dirs of a linked worktree that the private /tmp
+    would hide (its repository lives under /tmp). Read-only like every git dir; resolved and checked
+    on the host (protected.linked_worktree_git_dirs), bound where each really is and, when the `.git`
+    file or `commondir` spells it through a symlink, also where git looks."""
+    from gtd.sandbox.protected import linked_worktree_git_dirs
+
     tmp = Path("/tmp")
-    seen = (policy.home, policy.workspace, *policy.runtime_roots)  # bound already
+    bound = (policy.home, policy.workspace, *policy.runtime_roots)
     binds: list[tuple[Path, Path]] = []
-    for spelled in sorted(policy.git_state.gitdirs if policy.git_state is not None else ()):
-        real = Path(os.path.realpath(spelled))
-        if not os.path.isdir(real):
-            continue
-        for target in dict.fromkeys((real, Path(spelled))):
-            if _strictly_inside(target, tmp) and not any(_inside(target, r) for r in seen) and not any(
-                    _strictly_inside(target, t) for _, t in binds):
+    for real, spelled in sorted(linked_worktree_git_dirs(policy.workspace), key=lambda d: len(d[0].parts)):
+        for target in dict.fromkeys((real, spelled)):
+            if _strictly_inside(target, tmp) and not any(_inside(target, r) for r in bound) and not any(
+                    _inside(target, t) for _, t in binds):
                 binds.append((real, target))
     return binds
 

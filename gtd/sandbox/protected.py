@@ -234,6 +234,31 @@ def _gitdir_of(dot_git: Path) -> Path | None:
     return None
 
 
+def linked_worktree_git_dirs(workspace: Path) -> list[tuple[Path, Path]]:
+    """(resolved directory, the path git spells it as) for the gitdir and the common dir of a linked
+    worktree at `workspace`. Only when the link holds both ways (the gitdir's own `gitdir` file names
+    this worktree's `.git`) and the common dir is a git dir: a `.git` file alone may name any
+    directory, and what this returns is made visible inside the sandbox."""
+    dot_git = workspace / ".git"
+    if dot_git.is_symlink() or not dot_git.is_file():
+        return []
+    spelled = _gitdir_of(dot_git)
+    if spelled is None:
+        return []
+    spelled = Path(os.path.normpath(spelled))
+    gitdir = Path(os.path.realpath(spelled))
+    back = (read_metadata_text(gitdir / "gitdir") or "").strip()
+    if not back or os.path.realpath(_expand(back, gitdir, Path.home())) != os.path.realpath(dot_git):
+        return []
+    pointer = (read_metadata_text(gitdir / "commondir") or "").strip()
+    if not pointer:
+        return []
+    common = Path(os.path.realpath(_expand(pointer, gitdir, Path.home())))
+    if not (common / "HEAD").is_file() or not (common / "objects").is_dir():
+        return []
+    return [(gitdir, spelled), (common, Path(os.path.normpath(_expand(pointer, spelled, Path.home()))))]
+
+
 def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path], state: GitState) -> list[Path]:
     """Hooks, config, hooksPath dirs and config includes of one git dir, then its submodules/worktrees."""
     key = gitdir.resolve()

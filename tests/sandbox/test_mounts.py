@@ -368,3 +368,19 @@ def test_git_works_in_a_linked_worktree_whose_main_repository_is_under_tmp(sandb
     assert not (repo / ".git/hooks/post-checkout").exists()
     assert (repo / ".git/config").read_text() == config_before
     assert "planted" not in git("branch", cwd=repo).stdout
+
+
+def test_a_git_file_naming_a_tmp_dir_does_not_bring_it_into_the_sandbox(sandbox, repo, tmp_path):
+    """Only a worktree link that holds both ways is bound in: a planted `.git` file may name any dir."""
+    secret = tmp_path / "ssh-agent-dir"
+    (secret / "objects").mkdir(parents=True)
+    (secret / "HEAD").write_text("ref: refs/heads/main\n")
+    (secret / "key").write_text("SECRET\n")
+    (secret / "commondir").write_text(".\n")
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / ".git").write_text(f"gitdir: {secret}\n")
+    (ws / "sub/.git").write_text(f"gitdir: {secret}\n")
+    s = sandbox(Level.READWRITE, workspace=ws)
+    r = sh(s, f"cat {secret}/key", ws)
+    assert r.returncode != 0 and "SECRET" not in r.out, r.out
