@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
@@ -63,6 +64,7 @@ class AgentResult:
     forbidden_tool: str | None = None
     stderr: str = ""  # the tail of the CLI's stderr, for diagnostics
     running: str | None = None  # a timeout: what was running when it struck ("the tool call Bash: npm test")
+    seconds: float = 0.0  # from starting the CLI (its sandbox included) until it was reaped
 
     def text(self) -> str:
         """All assistant text of the run, in order."""
@@ -189,6 +191,7 @@ def run_agent(
     """Run the CLI to the end (or a stop). `clock`, when given, is the one the escalator holds while it
     asks a person (see ActivityClock); events go to `on_event` as they arrive."""
     spec = provider.command(request)
+    launched = time.monotonic()
     proc = launcher.popen(
         spec.argv,
         cwd=request.cwd,
@@ -235,11 +238,9 @@ def run_agent(
                 break
             wait = max(0.01, min(timeouts.run_seconds - elapsed, limit - idle, 0.5))
             if not stdout_open:
-                try:
-                    proc.wait(timeout=wait)
+                if wait_exit(proc, wait):
                     break
-                except subprocess.TimeoutExpired:
-                    continue
+                continue
             try:
                 raw = lines.get(timeout=wait)
             except queue.Empty:
@@ -279,6 +280,7 @@ def run_agent(
         raise
 
     _finish(proc, pgid, threads)
+    seconds = time.monotonic() - launched
     kill_process_group(proc, pgid)  # leftovers in the group (background shells) do not outlive the run
     stderr_text = b"".join(stderr_tail).decode("utf-8", "replace")
     exit_code = proc.returncode
@@ -294,7 +296,7 @@ def run_agent(
         }
         session_id = next((e.session_id for e in events if e.session_id), None)
         return AgentResult(False, events, session_id, reasons.get(stopped, stopped), exit_code, stopped, forbidden,
-                           stderr_text, running)
+                           stderr_text, running, seconds)
 
     outcome = provider.outcome(exit_code, events)
     session_id = outcome.session_id or next((e.session_id for e in events if e.session_id), None)
@@ -302,7 +304,8 @@ def run_agent(
     if not outcome.ok and not error:
         detail = stderr_text.strip()[-2000:] or "\n".join(noise)[-2000:]
         error = f"{provider.name} exited with status {exit_code}" + (f": {detail}" if detail else "")
-    return AgentResult(outcome.ok, events, session_id, provider.explain_error(error), exit_code, None, None, stderr_text)
+    return AgentResult(outcome.ok, events, session_id, provider.explain_error(error), exit_code, None, None, stderr_text,
+                       seconds=seconds)
 
 
 def _track_tool_calls(open_calls: dict[str, AgentEvent], event: AgentEvent) -> None:
@@ -336,6 +339,27 @@ def _running(open_calls: dict[str, AgentEvent]) -> str:
     if not open_calls:
         return "no tool call was running (the model was thinking or waiting for its API)"
     return "the tool call " + ", ".join(f"`{describe_call(e)}`" for e in open_calls.values()) + " was running"
+
+
+def wait_exit(proc: subprocess.Popen, timeout: float) -> bool:
+    """Whether the process exited (and was reaped) within `timeout` seconds. Sleeps on a pidfd, woken
+    by the exit itself; Popen.wait(timeout) instead polls with sleeps growing to 50 ms, which a short
+    command's end waited out."""
+    if proc.poll() is not None:
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        select.select([pidfd], [], [], max(0.0, timeout))
+    finally:
+        os.close(pidfd)
+    return proc.poll() is not None
 
 
 def _finish(proc: subprocess.Popen, pgid: int | None, threads: list[threading.Thread]) -> None:

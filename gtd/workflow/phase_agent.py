@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 from gtd.config.schema import Level, Phase
@@ -121,6 +122,8 @@ class PhaseAgent:
                                        on_event=on_event, clock=clock)
             finally:
                 self.ctx.escalator.clock = None
+            self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,
+                                  seconds=round(result.seconds, 4))
             self.session_id = result.session_id or self.session_id
             self._check_stopped(result)
             requests = self._write_requests(policy, denied)
@@ -235,9 +238,11 @@ class PhaseAgent:
             self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
             try:
                 with self._open(policy) as session:
+                    started = time.monotonic()
                     done = run_streaming(session, ["/bin/sh", "-c", command], cwd=self.ctx.repo,
                                          timeout=self.ctx.config.test_timeout_seconds,
                                          on_line=self.ctx.progress.output, clock=clock)
+                    seconds = time.monotonic() - started
             finally:
                 self.ctx.escalator.clock = None
                 self.ctx.progress.running_command(None)
@@ -246,7 +251,8 @@ class PhaseAgent:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "
                                                f"{self.ctx.config.test_timeout_seconds}s (raise testTimeoutSeconds if "
                                                "it needs longer)", None)
-            self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode)
+            self.ctx.audit.record("test_run", phase=self.phase.value, level=policy.level.value, exit_code=done.returncode,
+                                  seconds=round(seconds, 4))
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
             hints = misleading_error_hints(output, policy) if done.returncode != 0 else []
@@ -291,9 +297,8 @@ def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeou
     `on_line` (the live tail) as they come. returncode None means it ran past `timeout` (not counting
     time `clock` spent waiting for a person) and its process group was killed."""
     import threading
-    import time
 
-    from gtd.providers.runner import kill_process_group, process_group
+    from gtd.providers.runner import kill_process_group, process_group, wait_exit
 
     proc = session.popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     pgid = process_group(proc)
@@ -317,11 +322,9 @@ def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeou
             left = timeout - (now - started - (clock.held(now) if clock is not None else 0.0))
             if left <= 0:
                 break
-            try:
-                code = proc.wait(timeout=min(left, 0.5))
+            if wait_exit(proc, min(left, 0.5)):
+                code = proc.returncode
                 break
-            except subprocess.TimeoutExpired:
-                continue
     except BaseException:
         kill_process_group(proc, pgid)
         proc.wait()
