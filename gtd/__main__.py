@@ -1,3 +1,3 @@
-from gtd.cli.entry import main
+from gtd.cli.entry import run
 
-main()
+run()
