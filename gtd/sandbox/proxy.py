@@ -311,15 +311,10 @@ class FilteringProxy:
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
-            try:
-                host, port = split_host_port(target)
-            except ValueError:
-                _reply(conn, 400, "Bad Request")
+            allowed = self._authorize_target(conn, target, 443)
+            if allowed is None:
                 return None
-            verdict = self.authorize(host, port or 443)
-            if not verdict.ok:
-                _refuse(conn, target, verdict)
-                return None
+            verdict = allowed[0]
             conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             if rest:
                 verdict.sock.sendall(rest)
@@ -336,15 +331,10 @@ class FilteringProxy:
         if "@" in authority or body_length is None:
             _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
             return None
-        try:
-            host, port = split_host_port(authority)
-        except ValueError:
-            _reply(conn, 400, "Bad Request")
+        allowed = self._authorize_target(conn, authority, 80)
+        if allowed is None:
             return None
-        verdict = self.authorize(host, port or 80)
-        if not verdict.ok:
-            _refuse(conn, authority, verdict)
-            return None
+        verdict, host, port = allowed
         while len(rest) < body_length:
             chunk = conn.recv(min(BUFSIZE, body_length - len(rest)))
             if not chunk:
@@ -356,12 +346,27 @@ class FilteringProxy:
         out.append("Connection: close")
         request = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest[:body_length]
         verdict.sock.sendall(request)
-        watch = self.api_watch(host, port or 80)
+        watch = self.api_watch(host, port)
         if watch is not None:
             watch.sent(request)
             self._watches[conn] = watch
         self._one_way.add(conn)
         return verdict.sock
+
+    def _authorize_target(self, conn: socket.socket, authority: str,
+                          default_port: int) -> tuple[Verdict, str, int] | None:
+        """(the allowing verdict, host, port) for a request's host[:port], or None once the client
+        was answered: 400 for a malformed authority, the refusal otherwise."""
+        try:
+            host, port = split_host_port(authority)
+        except ValueError:
+            _reply(conn, 400, "Bad Request")
+            return None
+        verdict = self.authorize(host, port or default_port)
+        if not verdict.ok:
+            _refuse(conn, authority, verdict)
+            return None
+        return verdict, host, port or default_port
 
     def _socks5(self, conn: socket.socket) -> socket.socket | None:
         ver, n = _recv_exact(conn, 2)
