@@ -171,19 +171,65 @@ def commit_files(repo: Path, sha: str) -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
+def _history(repo: Path, *args: str) -> str:
+    """`git log ARGS` output; empty on an unborn branch (asked only when the log failed: one git run
+    in the usual case, `gtd status` runs this on every call)."""
+    result = subprocess.run(["git", *NO_HOOKS, "log", *args], cwd=repo, capture_output=True, text=True)
+    if result.returncode == 0:
+        return result.stdout
+    if not has_commits(repo):
+        return ""
+    raise GtdError(f"git log {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
+
+
 def log(repo: Path, limit: int = 200) -> list[tuple[str, str]]:
     """(sha, subject) of the newest commits, newest first."""
-    if not has_commits(repo):
-        return []
     return [tuple(line.split(" ", 1)) if " " in line else (line, "")  # type: ignore[misc]
-            for line in git(repo, "log", f"-{limit}", "--format=%H %s").splitlines()]
+            for line in _history(repo, f"-{limit}", "--format=%H %s").splitlines()]
 
 
 def subjects(repo: Path, limit: int = 200) -> list[str]:
     """Commit subjects, newest first."""
-    if not has_commits(repo):
-        return []
-    return git(repo, "log", f"-{limit}", "--format=%s").splitlines()
+    return _history(repo, f"-{limit}", "--format=%s").splitlines()
+
+
+# A patch gtd reads and may apply: real content (no external diff tool, no textconv), a/ b/ prefixes
+# whatever the person's diff config says, no colour, each file on its own (no rename pairing).
+_PATCH = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/")
+
+
+def diffs_from_head(repo: Path, paths: list[str]) -> dict[str, str]:
+    """The patch from HEAD to the work tree of each path (absent: no difference), from one git run.
+    The output is cut at its `diff --git a/PATH b/PATH` lines, matched whole against the paths asked
+    for, in bytes split at newlines only: content cannot fake a header (its lines start with ' ', '+',
+    '-' or '\\'; a carriage return inside one is not a line end). A path git would quote in a header
+    (non-ASCII, control characters, quotes, backslashes) gets a run of its own."""
+    def quoted(path: str) -> bool:
+        return not path.isascii() or '"' in path or "\\" in path or any(ord(c) < 0x20 or ord(c) == 0x7f for c in path)
+
+    def text(data: bytes) -> str:  # as git() reads its output (universal newlines)
+        return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+    def patch(*names: str) -> bytes:
+        return subprocess.run(["git", *NO_HOOKS, "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],
+                              cwd=repo, capture_output=True).stdout
+
+    found: dict[str, str] = {}
+    plain = [p for p in paths if not quoted(p)]
+    if plain:
+        headers = {f"diff --git a/{p} b/{p}".encode(): p for p in plain}
+        parts: dict[str, list[bytes]] = {}
+        current = None
+        for line in patch(*plain).split(b"\n")[:-1]:
+            if line.startswith(b"diff --git "):
+                current = headers.get(line)
+            if current is not None:
+                parts.setdefault(current, []).append(line + b"\n")
+        found.update((path, text(b"".join(lines))) for path, lines in parts.items())
+    for path in paths:
+        if quoted(path):
+            found[path] = text(patch(path))
+    return found
 
 
 def diff_of_changes(repo: Path, max_chars: int = 20000) -> str:

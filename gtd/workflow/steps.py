@@ -169,10 +169,10 @@ class _Split:
     mixed: dict[str, str] = field(default_factory=dict)  # path -> the patch of its fix hunks only
 
 
-def _bookkeeping_only(repo: Path) -> bool:
+def _bookkeeping_only(repo: Path, has_head: bool) -> bool:
     """The TODO.md change only adds learnings and/or ticks items the person did by hand: nothing
     for the agent to plan (so it leads on to build or learn, not to a re-plan)."""
-    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if git.has_commits(repo) else ""
+    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if has_head else ""
     new = read_todo(repo)
     if not old or new is None:
         return False
@@ -211,9 +211,11 @@ def _adds_marker_text(hunk: str) -> bool:
 def _split(repo: Path, changed: list[git.Change]) -> _Split:
     split = _Split()
     has_head = git.has_commits(repo)
+    diffs = git.diffs_from_head(repo, [c.path for c in changed if c.path != TODO_FILE and c.status != "??"]) \
+        if has_head else {}
     for change in changed:
         if change.path == TODO_FILE:
-            (split.fix_files if _bookkeeping_only(repo) else split.feedback_files).append(change.path)
+            (split.fix_files if _bookkeeping_only(repo, has_head) else split.feedback_files).append(change.path)
         elif change.status == "??":
             try:
                 text = workspace_files.read_text(repo, change.path)
@@ -221,7 +223,7 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
                 text = None  # a symlink, FIFO or huge file is nobody's feedback: never read, never followed
             (split.feedback_files if text is not None and MARKER_RE.search(text) else split.fix_files).append(change.path)
         else:
-            diff = git.git(repo, "diff", "HEAD", "--", change.path, check=False) if has_head else ""
+            diff = diffs.get(change.path, "")
             header, hunks = _hunks(diff)
             marked = [h for h in hunks if _adds_marker_text(h)]
             if not marked:

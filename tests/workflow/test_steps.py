@@ -156,7 +156,7 @@ def test_status_predicts_what_gtd_does_with_the_persons_edits(repo, edit):
 
 
 def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
-    """Classifying and committing share one split: each changed file's diff is read once."""
+    """Classifying and committing share one split: the changed files' diffs are read once, in one git run."""
     from gtd.workflow import git as gitmod
 
     (repo / "app.py").write_text("x = 1\n")
@@ -164,18 +164,18 @@ def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
     git(repo, "commit", "-q", "-m", "app")
     (repo / "app.py").write_text("x = 2\n# TODO: handle negative numbers\n")
     (repo / "README.md").write_text("# project\nbetter words\n")
-    diffs = []
-    real = gitmod.git
+    reads = []
+    real = gitmod.diffs_from_head
 
-    def counting(repo_, *args, **kwargs):
-        if args[:1] == ("diff",) and args[1:2] == ("HEAD",):
-            diffs.append(args[-1])
-        return real(repo_, *args, **kwargs)
+    def counting(repo_, paths):
+        reads.append(sorted(paths))
+        return real(repo_, paths)
 
-    monkeypatch.setattr(gitmod, "git", counting)
+    monkeypatch.setattr(gitmod, "diffs_from_head", counting)
     edits = commit_human_edits(repo)
     assert edits.step == Step.FEEDBACK
-    assert sorted(diffs) == ["README.md", "app.py"]
+    assert reads == [["README.md", "app.py"]]
+    assert "handle negative numbers" in git(repo, "show", "HEAD", "--format=")
 
 
 def test_absorbing_markers_leaves_files_it_cuts_nothing_from_alone(repo):
