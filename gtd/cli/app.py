@@ -1,6 +1,5 @@
 """The `gtd` entry point: the command tree, global error handling and exit codes."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated

@@ -1,6 +1,5 @@
 """`gtd config show|schema` and `gtd init`."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path

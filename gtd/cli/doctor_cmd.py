@@ -1,6 +1,5 @@
 """`gtd doctor`: can gtd run here, and if not, what to do about it."""
 
-from __future__ import annotations
 
 import json
 import shutil

@@ -1,6 +1,5 @@
 """`gtd approve`, `gtd audit`, `gtd trust`."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path

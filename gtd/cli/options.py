@@ -1,6 +1,5 @@
 """Options shared by the commands that run the agent, so every one of them accepts the same flags."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,6 +1,5 @@
 """`gtd sandbox explain` and `gtd sandbox run`: show the policy a phase gets, run any command under it."""
 
-from __future__ import annotations
 
 import json
 import sys

@@ -1,6 +1,5 @@
 """`gtd`, `gtd plan`, `gtd build`, `gtd learn`: run the workflow."""
 
-from __future__ import annotations
 
 import json
 from contextlib import contextmanager
