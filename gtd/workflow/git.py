@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,8 @@ def _identity_env(repo: Path) -> dict[str, str]:
 def temporary_index() -> Iterator[dict[str, str]]:
     """The environment for git commands that must leave the real index alone: a throw-away index
     file (not yet created; git makes it), removed afterwards."""
+    import tempfile  # here: `gtd status` never needs one
+
     fd, index = tempfile.mkstemp(prefix="gtd-index-")
     os.close(fd)
     os.unlink(index)
