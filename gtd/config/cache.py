@@ -80,8 +80,6 @@ def write(directory: Path, key: str, entry: dict[str, Any]) -> None:
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        import tempfile  # here: a cache hit (the fast commands) writes nothing
-
         fd, tmp = tempfile.mkstemp(prefix=".cfg.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump({**entry, "key": key}, out)
