@@ -26,6 +26,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 # Inside a gitdir: honoured by host git if the agent creates them (existing ones are mounted read-only).
 PLANTABLE_IN_GITDIR = ("commondir", "rebase-merge", "rebase-apply", "sequencer")
@@ -53,15 +54,40 @@ class GitState:
         return existing
 
 
+def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, bool]]:
+    """(directory, whether it holds a `.git` entry of any type) for `top` and every directory below it,
+    parents first (os.walk's top-down order), never into a `.git` or through a symlink. One scandir per
+    directory and no stat per entry: the work tree (node_modules, a venv) is walked twice per session,
+    at start (protected.py) and after the last command (`planted`). Unreadable directories are skipped."""
+    stack = [os.fspath(top)]
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as entries:
+                has_git, below = False, []
+                for entry in entries:
+                    if entry.name == ".git":
+                        has_git = True
+                    else:
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                below.append(entry.path)
+                        except OSError:
+                            pass
+        except OSError:
+            continue
+        yield here, has_git
+        stack.extend(reversed(below))
+
+
 def planted(state: GitState, workspace: Path) -> list[Path]:
     """Git metadata that exists now but did not when `state` was recorded (outermost paths only)."""
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(workspace):
-        if ".git" in dirnames or ".git" in filenames:
+    for dirpath, has_git in work_tree_dirs(workspace):
+        if has_git:
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
                 found.append(Path(p))
-            dirnames[:] = [d for d in dirnames if d != ".git"]
     for gitdir in sorted(state.gitdirs):
         g = Path(gitdir)
         if not g.is_dir() or g.is_symlink():

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from gtd.sandbox.gitguard import GitState
+from gtd.sandbox.gitguard import GitState, work_tree_dirs
 from gtd.workspace_files import read_metadata_text
 
 # Shell start-up files: the host's next shell runs them.
@@ -301,19 +301,19 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
     state = state if state is not None else GitState()
     found: list[Path] = []
     seen: set[Path] = set()
-    for dirpath, dirnames, filenames in os.walk(workspace):
+    for dirpath, has_git in work_tree_dirs(workspace):
+        if not has_git and dirpath != str(workspace):
+            continue
         here = Path(dirpath)
-        if ".git" in dirnames or ".git" in filenames or here == workspace:
-            found += [here / name for name in REPO_PROTECTED_NAMES]
-            dot_git = here / ".git"
-            if dot_git.exists() or dot_git.is_symlink():
-                state.dot_git.add(os.path.join(dirpath, ".git"))
-                if not dot_git.is_dir():
-                    found.append(dot_git)  # a `.git` file could be repointed at a planted gitdir
-                gitdir = _gitdir_of(dot_git)
-                if gitdir is not None:
-                    found += _gitdir_protected(gitdir, here, home, seen, state)
-        dirnames[:] = [d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(dirpath, d))]
+        found += [here / name for name in REPO_PROTECTED_NAMES]
+        dot_git = here / ".git"
+        if dot_git.exists() or dot_git.is_symlink():
+            state.dot_git.add(os.path.join(dirpath, ".git"))
+            if not dot_git.is_dir():
+                found.append(dot_git)  # a `.git` file could be repointed at a planted gitdir
+            gitdir = _gitdir_of(dot_git)
+            if gitdir is not None:
+                found += _gitdir_protected(gitdir, here, home, seen, state)
     return found
 
 
