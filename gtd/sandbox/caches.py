@@ -29,7 +29,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 # Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
 _UNSAFE = set(",:\\ \t\n\"'#=")
@@ -191,6 +191,30 @@ def _inside(path: Path, root: Path) -> bool:
     return p == str(root) or p.startswith(r)
 
 
+def _meets(paths) -> "Callable[[Path], bool]":
+    """`lambda p: any(_inside(p, h) or _inside(h, p) for h in paths)` by set lookups: the hidden and
+    protected paths number hundreds, the caches a few dozen, and this runs at every session start."""
+    exact = {str(h).rstrip("/") or "/" for h in paths}
+    holding: set[str] = set()  # every path in `exact` and each of its ancestors
+    for h in exact:
+        while h not in holding:
+            holding.add(h)
+            h = os.path.dirname(h)
+
+    def meets(p: Path) -> bool:
+        text = str(p).rstrip("/") or "/"
+        if text in holding:
+            return True  # p is one of them or holds one
+        while True:
+            parent = os.path.dirname(text)
+            if parent == text:
+                return False
+            if parent in exact:
+                return True  # p is below one of them
+            text = parent
+    return meets
+
+
 def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[Path],
                   environ: Mapping[str, str] | None = None) -> tuple[ToolCache, ...]:
     """The caches a writable level gets: those that exist, or whose tool is installed. A cache inside
@@ -200,11 +224,12 @@ def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[P
         return ()
     chosen: list[ToolCache] = []
     seen: set[Path] = set()
+    meets_hidden = _meets(hidden)
     for cache in known_caches(home, environ):
         spellings = {cache.path, Path(os.path.realpath(cache.path))}  # a symlinked cache is judged where it leads
         if cache.path in seen or any(_inside(p, workspace) or _inside(workspace, p) for p in spellings):
             continue
-        if any(_inside(p, h) or _inside(h, p) for p in spellings for h in hidden):
+        if any(meets_hidden(p) for p in spellings):
             continue
         if _UNSAFE & set(str(cache.path)):
             continue

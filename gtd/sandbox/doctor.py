@@ -85,9 +85,20 @@ def _kernel_layer_checks() -> list[dict]:
     if "pids" in missing and os.geteuid() == 0:
         detail += "; processes are NOT limited: gtd runs as root, which RLIMIT_NPROC does not bind"
     limits = _check("resource limits", True, detail)
-    for check in (landlock, limits):
+    launcher = _launcher_check()
+    for check in (landlock, limits, launcher):
         check["required"] = False
-    return [landlock, limits]
+    return [landlock, limits, launcher]
+
+
+def _launcher_check() -> dict:
+    """Which launcher applies Landlock and the rlimits: the native one, or launch.py (a Python start per command)."""
+    from gtd.sandbox.nativelaunch import launcher_bytes
+
+    if launcher_bytes() is not None:
+        return _check("sandbox launcher", True, "native (gtd/sandbox/launch.c, built with this machine's C compiler)")
+    return _check("sandbox launcher", False, "launch.py: a Python start in front of every sandboxed command",
+                  "install a C compiler (e.g. `apt-get install gcc`); gtd builds the native launcher on its next start")
 
 
 def _smoke_test() -> dict:

@@ -375,6 +375,11 @@ def test_doctor_reports_landlock_and_the_limits():
     assert checks["Landlock"]["ok"] is bool(abi) and checks["Landlock"]["required"] is False
     assert (f"ABI {abi}" in checks["Landlock"]["detail"]) if abi else "not available" in checks["Landlock"]["detail"]
     assert "resource limits" in checks
+    from gtd.sandbox.nativelaunch import launcher_bytes
+
+    native = launcher_bytes(build=False) is not None  # scripts/setup built it, or an earlier start did
+    assert checks["sandbox launcher"]["ok"] is native and checks["sandbox launcher"]["required"] is False
+    assert ("native" in checks["sandbox launcher"]["detail"]) is native
 
 
 def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(sandbox, repo):
