@@ -8,9 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gtd.cli import options as opt
-from gtd.cli.context import load, stderr, stdout
-from gtd.cli.options import RunOptions
-from gtd.config.merge import leaf_keys
+from gtd.cli.context import stderr
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
 from gtd.terminal_text import markup, write
 
@@ -54,48 +52,9 @@ def show(
       gtd config show --origin   # which file each value came from
       gtd config show --json
     """
-    loaded = load(RunOptions(provider=provider, model=model, directory=directory))
-    values = {k: v for k, v in loaded.values.items() if k not in ("$schema", "$comment")}  # notes for editors/people
-    origins = loaded.origins()
-    if json_out:
-        payload: dict[str, Any] = {"config": values, "files": [str(f) for f in loaded.files], "warnings": loaded.warnings}
-        if origin:
-            payload["origins"] = origins
-        write(json.dumps(payload, indent=2) + "\n")  # plain, not rich's print_json: rich would double the time
-        return
-    header = ["key", "value"] + (["from"] if origin else [])
-    rows = [[key, json.dumps(value)] + ([origins.get(key, "defaults")] if origin else [])
-            for key, value in leaf_keys(values).items()]
-    write(_columns(header, rows))  # origins name files: their control characters are shown, not sent
+    from gtd.cli.config_show import show as show_config
 
-
-def _columns(header: list[str], rows: list[list[str]]) -> str:
-    """A plain table: the first column (the key, the one thing a reader must see whole) never wraps,
-    the others fold to the terminal width (COLUMNS when not a terminal). Plain text on purpose:
-    rich's Table costs more start-up time than the rest of `gtd config show`."""
-    import shutil
-    import textwrap
-
-    table = [header, *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    room = shutil.get_terminal_size().columns - sum(2 + w for w in widths[:1]) - 2 * (len(header) - 1)
-    folding = list(range(1, len(header)))
-    while folding and sum(widths[i] for i in folding) > room:  # narrow columns keep their width, wide ones share the rest
-        share = max(10, room // len(folding))
-        narrow = [i for i in folding if widths[i] <= share]
-        if not narrow:
-            for i in folding:
-                widths[i] = share
-            break
-        room -= sum(widths[i] for i in narrow)
-        folding = [i for i in folding if i not in narrow]
-    lines = []
-    for row in table:
-        cells = [[row[0]]] + [textwrap.wrap(cell, w, break_on_hyphens=False) or [""] for cell, w in zip(row[1:], widths[1:])]
-        for i in range(max(len(c) for c in cells)):
-            parts = [(c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths)]
-            lines.append((" " + "  ".join(parts)).rstrip())
-    return "\n".join(lines) + "\n"
+    show_config(origin, json_out, directory, provider, model)
 
 
 @config_app.command("migrate")

@@ -60,6 +60,16 @@ def _trust_inputs():
 _trust_filter.cache_inputs = _trust_inputs
 
 
+def config_flags(provider: str | None, model: str | None) -> dict:
+    """The command-line layer of the config: --provider, and --model for every phase."""
+    flags: dict = {}
+    if provider:
+        flags["provider"] = provider
+    if model:
+        flags["models"] = {"plan": model, "build": model, "learn": model}
+    return flags
+
+
 def load(options: RunOptions) -> LoadedConfig:
     """The effective config, with untrusted loosening from the project file dropped (and said so)."""
     return load_at(options.cwd(), options.config_flags())

@@ -3,6 +3,7 @@ command tree (typer and click cost more than their whole start-up budget, issue 
 
     gtd sandbox run ...                       cli/sandbox_run.py (fast_main parses its options)
     gtd [-C DIR] status [--json] [-C DIR]     cli/status_cmd.py
+    gtd [-C DIR] config show [--origin] [--json] [-C DIR] [--provider P] [--model M]   cli/config_show.py
 
 Every other invocation, and any of these the fast parsers do not recognise exactly (help, a typo,
 Tab completion), goes to the full CLI (cli/app.py), which runs the same code after typer parsed it.
@@ -14,23 +15,28 @@ import os
 import sys
 from typing import Callable
 
-_DIRECTORY = ("-C", "--directory")
+_VALUED = {"-C": "-C", "--directory": "-C", "-p": "--provider", "--provider": "--provider", "-m": "--model",
+           "--model": "--model"}
 
 
-def _options(args: list[str], flags: tuple[str, ...]) -> dict[str, str | bool] | None:
-    """`args` as {option: value}: `-C DIR`, `--directory DIR`, `--directory=DIR` and the given flags,
-    each at most once; None for anything else (typer then parses it and says what is wrong)."""
+def _options(args: list[str], flags: tuple[str, ...], valued: tuple[str, ...] = ("-C",)) -> dict[str, str | bool] | None:
+    """`args` as {option: value}: the given flags, and the options in `valued` (by their canonical
+    name: -C, --provider, --model) spelled `-C DIR`, `--directory DIR` or `--directory=DIR`; each at
+    most once. None for anything else (typer then parses it and says what is wrong)."""
     found: dict[str, str | bool] = {}
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg.startswith("--directory="):
-            name, value = "-C", arg.split("=", 1)[1]
-        elif arg in _DIRECTORY:
-            if i + 1 == len(args):
+        spelled, equals, attached = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if _VALUED.get(spelled) in valued:
+            if equals:
+                value = attached
+            elif i + 1 < len(args):
+                value = args[i + 1]
+                i += 1
+            else:
                 return None
-            name, value = "-C", args[i + 1]
-            i += 1
+            name = _VALUED[spelled]
         elif arg in flags:
             name, value = arg, True
         else:
@@ -42,13 +48,22 @@ def _options(args: list[str], flags: tuple[str, ...]) -> dict[str, str | bool] |
     return found
 
 
+def _split(argv: list[str], command: list[str]) -> tuple[dict, list[str]] | None:
+    """(the root options before `command`, the arguments after it) when argv is `[-C DIR] COMMAND ...`."""
+    if any(key.endswith("_COMPLETE") for key in os.environ):  # a Tab press: typer answers it
+        return None
+    for at in range(len(argv) - len(command) + 1):
+        if argv[at:at + len(command)] == command:
+            before = _options(argv[:at], ())
+            return None if before is None else (before, argv[at + len(command):])
+    return None
+
+
 def _fast_status(argv: list[str]) -> Callable[[], None] | None:
     """`gtd status` for this command line, or None when typer must parse it."""
-    if "status" not in argv or any(key.endswith("_COMPLETE") for key in os.environ):
-        return None
-    at = argv.index("status")
-    before, after = _options(argv[:at], ()), _options(argv[at + 1:], ("--json",))
-    if before is None or after is None:
+    split = _split(argv, ["status"])
+    after = None if split is None else _options(split[1], ("--json",))
+    if after is None:
         return None
 
     def status() -> None:
@@ -56,11 +71,37 @@ def _fast_status(argv: list[str]) -> Callable[[], None] | None:
 
         from gtd.cli.status_cmd import run
 
-        if "-C" in before:  # like the root option: every subcommand runs as if started there
-            _chdir(Path(str(before["-C"])))
+        _root(split[0])
         run(Path(str(after["-C"])) if "-C" in after else None, bool(after.get("--json")))
 
     return status
+
+
+def _fast_config_show(argv: list[str]) -> Callable[[], None] | None:
+    """`gtd config show` for this command line, or None when typer must parse it."""
+    split = _split(argv, ["config", "show"])
+    after = None if split is None else _options(split[1], ("--origin", "--json"), ("-C", "--provider", "--model"))
+    if after is None:
+        return None
+
+    def config_show() -> None:
+        from pathlib import Path
+
+        from gtd.cli.config_show import show
+
+        _root(split[0])
+        show(bool(after.get("--origin")), bool(after.get("--json")), Path(str(after["-C"])) if "-C" in after else None,
+             after.get("--provider"), after.get("--model"))  # type: ignore[arg-type]
+
+    return config_show
+
+
+def _root(options: dict) -> None:
+    """The root options given before the command (only -C reaches a fast command)."""
+    if "-C" in options:  # like the root option: every subcommand runs as if started there
+        from pathlib import Path
+
+        _chdir(Path(str(options["-C"])))
 
 
 def _chdir(directory) -> None:
@@ -98,9 +139,9 @@ def main() -> None:
         code = fast_main(argv)
         if code is not None:
             sys.exit(code)
-    status = _fast_status(argv)
-    if status is not None:
-        sys.exit(_run_fast(status))
+    fast = _fast_status(argv) or _fast_config_show(argv)
+    if fast is not None:
+        sys.exit(_run_fast(fast))
     from gtd.cli.app import main as full_main
 
     full_main()

@@ -38,12 +38,9 @@ class RunOptions:
 
     def config_flags(self) -> dict:
         """The command-line layer of the config."""
-        flags: dict = {}
-        if self.provider:
-            flags["provider"] = self.provider
-        if self.model:
-            flags["models"] = {"plan": self.model, "build": self.model, "learn": self.model}
-        return flags
+        from gtd.cli.context import config_flags
+
+        return config_flags(self.provider, self.model)
 
     def merged(self, before: "RunOptions | None") -> "RunOptions":
         """These options (given after the subcommand) combined with those given before it
