@@ -32,10 +32,13 @@ def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None =
     return result.stdout
 
 
+_IDENTITIES: dict[Path, dict[str, str]] = {}  # asked once per repository and process (gtd never sets one)
+
+
 def _identity_env(repo: Path) -> dict[str, str]:
-    if git(repo, "config", "user.email", check=False).strip():
-        return {}
-    return FALLBACK_IDENTITY
+    if repo not in _IDENTITIES:
+        _IDENTITIES[repo] = {} if git(repo, "config", "user.email", check=False).strip() else FALLBACK_IDENTITY
+    return _IDENTITIES[repo]
 
 
 @contextmanager
@@ -121,11 +124,19 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
 
 
 def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
-    nothing_staged = has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
-    if nothing_staged and not allow_empty:
+    if not allow_empty and _nothing_staged(repo):
         return None
     git(repo, "commit", "-q", "--allow-empty", "-m", message, env=_identity_env(repo))
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def _nothing_staged(repo: Path) -> bool:
+    """The index holds no change against HEAD (on an unborn branch: False, the first commit is made).
+    One git run in the usual case, where something is staged."""
+    staged = subprocess.run(["git", *NO_HOOKS, "diff", "--cached", "--quiet"], cwd=repo, capture_output=True)
+    if staged.returncode == 1:
+        return False
+    return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
 
 
 def exclude_locally(repo: Path, paths: list[str]) -> None:
@@ -163,13 +174,35 @@ def commit_staged(repo: Path, message: str) -> str | None:
 
 
 def subject(repo: Path, sha: str) -> str:
-    return git(repo, "log", "-1", "--format=%s", sha).strip()
+    summary = _commit_summary(repo, sha)
+    return summary[0] if summary else git(repo, "log", "-1", "--format=%s", sha).strip()
 
 
 def commit_files(repo: Path, sha: str) -> list[str]:
     """What a commit changed, as `status<TAB>path` lines (A added, M modified, D deleted...)."""
+    summary = _commit_summary(repo, sha)
+    if summary:
+        return list(summary[1])
     out = git(repo, "show", "--no-renames", "--name-status", "--format=", sha, check=False)
     return [line for line in out.splitlines() if line.strip()]
+
+
+_SUMMARIES: dict[tuple[Path, str], tuple[str, tuple[str, ...]]] = {}
+
+
+def _commit_summary(repo: Path, sha: str) -> tuple[str, tuple[str, ...]] | None:
+    """A commit's subject and changed files from one git run, remembered: a full object name never
+    names anything else (None for a ref or an abbreviation, which can move; or when git fails)."""
+    if not (len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha)):
+        return None
+    key = (repo, sha)
+    if key not in _SUMMARIES:
+        out = git(repo, "show", "--no-renames", "--name-status", "--format=%s%x00", sha, check=False)
+        if "\0" not in out:
+            return None
+        first, rest = out.split("\0", 1)
+        _SUMMARIES[key] = (first.strip(), tuple(line for line in rest.splitlines() if line.strip()))
+    return _SUMMARIES[key]
 
 
 def _history(repo: Path, *args: str) -> str:

@@ -28,6 +28,7 @@ from gtd.sandbox.hints import misleading_error_hints
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.sandbox.violations import denied_write_paths
+from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
 
@@ -105,6 +106,9 @@ class PhaseAgent:
             calls: dict[str, AgentEvent] = {}
 
             def on_event(event: AgentEvent) -> None:
+                # The agent is up and running: gtd's own next step, formatting TODO.md for the commit,
+                # gets its libraries loaded meanwhile (not earlier: the sandbox's set-up needs the CPU).
+                markdown.prepare_in_background()
                 self.ctx.progress.event(event)
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
