@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -94,15 +95,25 @@ def main() -> None:
             command = [*gtd_command(), *argv, "--provider", setup.name, "--non-interactive"]
             if setup.model:
                 command += ["--model", setup.model]
-            start = time.perf_counter()
+            started_at, start = time.time(), time.perf_counter()
             result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             wall = time.perf_counter() - start
             if result.returncode != 0:
                 raise SystemExit(f"gtd {argv[0]} failed ({result.returncode}):\n{result.stderr[-3000:]}")
             entries = audit_entries(repo)[before:]
-            agent = sum(e.get("seconds", 0) for e in entries if e["event"] == "agent_exit")
+            agents = [e for e in entries if e["event"] == "agent_exit"]
+            agent = sum(e["seconds"] for e in agents)
             tests = sum(e.get("seconds", 0) for e in entries if e["event"] == "test_run")
-            return {"wall": wall, "agent": agent, "tests": tests, "overhead": wall - agent - tests}
+            # Where gtd's time went, from the audit log's timestamps (milliseconds): start-up and config
+            # until the `run` record; then until the first agent started; the rest is after it.
+            at = lambda e: datetime.fromisoformat(e["time"]).timestamp()  # noqa: E731
+            run_record = next(e for e in entries if e["event"] == "run")
+            agent_start = at(agents[0]) - agents[0]["seconds"]
+            startup = at(run_record) - started_at
+            before_agent = agent_start - at(run_record)
+            overhead = wall - agent - tests
+            return {"wall": wall, "agent": agent, "tests": tests, "overhead": overhead, "startup": startup,
+                    "before": before_agent, "after": overhead - startup - before_agent}
 
         def phases(n: int) -> dict[str, dict]:
             repo = git_repo(tmp / f"gtd-{n}", env)
@@ -145,11 +156,15 @@ def main() -> None:
         ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
         print(f"Phase overhead: {setup.name} against the fake model server, {args.runs} runs "
               "(overhead = wall - agent CLI process - test command)")
-        print(f"{'run':>4}  {'phase':6} {'wall':>8} {'agent':>8} {'tests':>8} {'overhead':>9} {'share':>6}")
+        print("gtd's time split: start-up (interpreter, imports, config: until the audit's `run` record), before "
+              "the agent (commits of your edits, prompt, sandbox set-up), after it (commit, formatting, teardown, exit)")
+        print(f"{'run':>4}  {'phase':6} {'wall':>8} {'agent':>8} {'tests':>8} {'overhead':>9} {'share':>6}   "
+              f"{'start-up':>8} {'before':>8} {'after':>8}")
         for n, run in enumerate(runs):
             for name, m in run.items():
                 print(f"{n:>4}  {name:6} {ms(m['wall']):>8} {ms(m['agent']):>8} {ms(m['tests']):>8} "
-                      f"{ms(m['overhead']):>9} {m['overhead'] / m['wall']:>6.1%}")
+                      f"{ms(m['overhead']):>9} {m['overhead'] / m['wall']:>6.1%}   "
+                      f"{ms(m['startup']):>8} {ms(m['before']):>8} {ms(m['after']):>8}")
         rows = []
         for name in ("plan", "build"):
             wall = statistics.median(r[name]["wall"] for r in runs)
@@ -158,6 +173,10 @@ def main() -> None:
             rows.append((f"gtd {name}: wall", ms(wall), "", "", None))
             rows.append((f"gtd {name}: gtd's own time", ms(overhead), f"{share:.1%} of the phase", f"<= {TARGET:.0%}",
                          share <= TARGET))
+            for part, label in (("startup", "start-up and config"), ("before", "before the agent"),
+                                ("after", "after the agent")):
+                rows.append((f"  of which {label}", ms(statistics.median(r[name][part] for r in runs)), "", "(reported)",
+                             None))
         g = statistics.median(r["plan"]["wall"] for r in runs)
         d = statistics.median(directs)
         rows.append((f"{setup.name} run directly (plan's baseline)", ms(d), "1.00x", "", None))
