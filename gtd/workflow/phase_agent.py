@@ -70,11 +70,11 @@ class PhaseAgent:
                                          allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
         return policy
 
-    def _open(self, policy: SandboxPolicy) -> SandboxSession:
+    def _open(self, policy: SandboxPolicy, *, agent: bool = True) -> SandboxSession:
         provider = self.ctx.provider
         # A CLI that reports its own API retries (claude, pi) is heard; for one that retries silently
-        # (opencode), what gtd's network layer sees of the model API is shown instead.
-        watch = None if provider.reports_api_retries else self._api_trouble
+        # (opencode), what gtd's network layer sees of the model API is shown instead (not for the tests).
+        watch = None if provider.reports_api_retries or not agent else self._api_trouble
         session = open_sandbox(policy, network_decider=self.ctx.escalator.network_decider,
                                on_violation=self._record_violation, on_api_trouble=watch)
         if getattr(session, "unsandboxed", False):
@@ -241,7 +241,7 @@ class PhaseAgent:
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
             try:
-                with self._open(policy) as session:
+                with self._open(policy, agent=False) as session:
                     started = time.monotonic()
                     done = run_streaming(session, ["/bin/sh", "-c", command], cwd=self.ctx.repo,
                                          timeout=self.ctx.config.test_timeout_seconds,
