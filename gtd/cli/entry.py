@@ -165,7 +165,9 @@ def run() -> None:
     if code is None:
         code = 0
     elif not isinstance(code, int):
-        print(code, file=sys.stderr)  # what sys.exit("message") does
+        from gtd.terminal_text import write
+
+        write(f"{code}\n", stream=sys.stderr)  # what sys.exit("message") does (control characters made visible)
         code = 1
     import atexit
 
