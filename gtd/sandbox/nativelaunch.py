@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gtd import terminal_text
+
 SOURCE = Path(__file__).with_name("launch.c")
 INSIDE = "/tmp/.gtd-launch/launch"  # where the copy is mounted inside the sandbox (its private /tmp)
 MAX_BYTES = 60 * 1024  # handed to bwrap through a pipe (bwrap.data_fd): must fit its buffer
@@ -101,9 +103,10 @@ def main() -> int:
     for where in locations():
         built = compile_into(where)
         if built:
-            print(f"gtd sandbox launcher: {built}")
+            terminal_text.write(f"gtd sandbox launcher: {built}\n")
             return 0
-    print("gtd sandbox launcher: not built (no C compiler, or it failed); the Python launcher is used", file=sys.stderr)
+    terminal_text.write("gtd sandbox launcher: not built (no C compiler, or it failed); the Python launcher is used\n",
+                        stream=sys.stderr)
     return 1
 
 
