@@ -56,10 +56,17 @@ class KernelLayers:
         the native launcher into the sandbox: a read-only copy, so nothing inside can change it."""
         if self.native is None:
             return [], []
-        from gtd.sandbox.bwrap import data_fd
         from gtd.sandbox.nativelaunch import INSIDE
 
-        fd = data_fd(self.native)
+        # A memfd, not a pipe: a user past pipe-user-pages-soft gets one-page pipes, and writing the
+        # binary into one before bwrap reads it would block for ever.
+        fd = os.memfd_create("gtd-launch", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, self.native)
+            os.lseek(fd, 0, os.SEEK_SET)
+        except BaseException:
+            os.close(fd)
+            raise
         return ["--perms", "0555", "--ro-bind-data", str(fd), INSIDE], [fd]
 
     def prefix(self, policy=None, bwrap_args: list[str] | None = None) -> list[str]:
