@@ -76,9 +76,9 @@ def test_a_socket_with_a_timeout_is_relayed(mode):
     client.close()
 
 
-def test_one_thread_relays_a_conversation_both_ways(mode):
-    """Both directions run in the thread that calls pump: small messages going back and forth (each
-    waits for the answer to the last) all arrive, so neither direction waits on the other."""
+def test_a_conversation_is_relayed_both_ways(mode):
+    """Small messages going back and forth (each waits for the answer to the last) all arrive: neither
+    direction waits on the other, and pump returns once both have ended."""
     client, proxy_in = _connected_pair()
     proxy_out, server = _connected_pair()
     relay_thread = threading.Thread(target=relay.pump, args=(proxy_in, proxy_out), daemon=True)
