@@ -26,6 +26,9 @@ from pathlib import Path
 REGISTRY_HOST = "registry.test"
 
 
+GREET_JAVA = 'package gtd;\npublic class Greet { public static String hello(String n) { return "hello " + n; } }\n'
+
+
 def resolver(host: str, port: int) -> list[str]:
     """Test DNS for the sandbox's proxy: the registry's name points at the loopback server."""
     if host == REGISTRY_HOST:
@@ -337,6 +340,15 @@ class FileRegistry:
             path = base / f"{artifact}-{version}{suffix}"
             path.write_bytes(data)
             path.with_name(path.name + ".sha1").write_text(hashlib.sha1(data).hexdigest())
+
+    def add_greet_artifact(self, scratch: Path) -> None:
+        """test.gtd:greet:1.0, a one-class jar compiled here (the Maven and Gradle workloads' dependency)."""
+        source = scratch / "gtd" / "Greet.java"
+        source.parent.mkdir(parents=True)
+        source.write_text(GREET_JAVA)
+        subprocess.run(["javac", "-d", str(scratch / "classes"), str(source)], check=True)
+        subprocess.run(["jar", "cf", str(scratch / "greet.jar"), "-C", str(scratch / "classes"), "."], check=True)
+        self.add_maven_artifact("test.gtd", "greet", "1.0", scratch / "greet.jar")
 
     def also_serve(self, directory: Path) -> None:
         """Serve a directory's files too, where the registry's own root has none (Debian's Maven plugins)."""

@@ -7,7 +7,6 @@ Java reads ~ from the password database, not $HOME, so GRADLE_USER_HOME names th
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ pytestmark = [pytest.mark.bwrap,
               pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("gradle") is None
                                  or shutil.which("javac") is None, reason="needs bwrap, gradle and a JDK (scripts/setup)")]
 
-GREET = 'package gtd;\npublic class Greet { public static String hello(String n) { return "hello " + n; } }\n'
 # No plugin: a configuration resolved from the repository, and a task that prints what it resolved.
 BUILD = """configurations {{ deps }}
 repositories {{ maven {{ url "{url}/" }} }}
@@ -35,12 +33,7 @@ def gradle(*flags: str) -> str:
 
 @pytest.fixture
 def maven_repo(file_registry, tmp_path):
-    src = tmp_path / "greet-src"
-    (src / "gtd").mkdir(parents=True)
-    (src / "gtd" / "Greet.java").write_text(GREET)
-    subprocess.run(["javac", "-d", str(src / "classes"), str(src / "gtd" / "Greet.java")], check=True)
-    subprocess.run(["jar", "cf", str(src / "greet.jar"), "-C", str(src / "classes"), "."], check=True)
-    file_registry.add_maven_artifact("test.gtd", "greet", "1.0", src / "greet.jar")
+    file_registry.add_greet_artifact(tmp_path / "greet-src")
     return file_registry
 
 

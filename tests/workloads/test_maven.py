@@ -11,7 +11,6 @@ HOME as `user.home` (MAVEN_OPTS)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,6 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0<
 """.format(plugins="".join(f"<plugin><groupId>org.apache.maven.plugins</groupId><artifactId>{a}</artifactId>"
                            f"<version>{v}</version></plugin>" for a, v in PLUGINS))
 APP = 'public class App { public static void main(String[] a) { System.out.println(gtd.Greet.hello("sandbox")); } }\n'
-GREET = 'package gtd;\npublic class Greet { public static String hello(String n) { return "hello " + n; } }\n'
 JAR = "test/gtd/greet/1.0/greet-1.0.jar"
 
 
@@ -49,12 +47,7 @@ def mvn(*flags: str, local: str = "$HOME/.m2/repository") -> str:
 @pytest.fixture
 def maven_repo(file_registry, tmp_path):
     """The test's repository: the dependency test.gtd:greet:1.0 (compiled here), and Debian's plugins."""
-    src = tmp_path / "greet-src"
-    (src / "gtd").mkdir(parents=True)
-    (src / "gtd" / "Greet.java").write_text(GREET)
-    subprocess.run(["javac", "-d", str(src / "classes"), str(src / "gtd" / "Greet.java")], check=True)
-    subprocess.run(["jar", "cf", str(src / "greet.jar"), "-C", str(src / "classes"), "."], check=True)
-    file_registry.add_maven_artifact("test.gtd", "greet", "1.0", src / "greet.jar")
+    file_registry.add_greet_artifact(tmp_path / "greet-src")
     file_registry.also_serve(DEBIAN_MAVEN_REPO)
     return file_registry
 
