@@ -101,8 +101,13 @@ class Provider(ABC):
     @abstractmethod
     def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome: ...
 
-    # True when the CLI's stream says when it retries a failed API request (claude, pi); for the
-    # others gtd shows what its network layer sees of the model API (sandbox/apiwatch.py).
+    def parse_stderr_line(self, line: str) -> list[AgentEvent]:
+        """Events in one line of the CLI's stderr (opencode logs its failed API requests there).
+        Most CLIs: none; stderr is then only kept for the error message."""
+        return []
+
+    # True when the CLI says when it retries a failed API request (claude, pi: in their stream;
+    # opencode: in its error log on stderr); for the others gtd shows what its network layer sees of the model API (sandbox/apiwatch.py).
     reports_api_retries: bool = False
 
     # How a person logs this CLI in (shown when its error says it is not logged in).

@@ -5,6 +5,10 @@ opencode has no system-prompt or tool flags: gtd passes a whole config in OPENCO
 `permission` map: interactive tools denied (which removes them), edits limited to the phase's
 files where the phase restricts them, everything else allowed (the OS sandbox is the boundary;
 an `ask` would be auto-rejected headless and stop the agent).
+
+opencode retries a failed model API request (5xx, 429, no connection) silently in its JSON stream;
+its log says so. gtd runs it with `--print-logs --log-level ERROR` (the log on stderr, errors only)
+and turns each "stream error" of an agent's request into a retry event.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 from gtd.providers.agent_dirs import agent_dir, write_json
@@ -29,6 +34,8 @@ OPENAI_COMPATIBLE = "gtd-openai"  # the provider id gtd defines for OPENAI_BASE_
 AGENT = "gtd"
 GITIGNORE = ("node_modules", "package.json", "package-lock.json", "bun.lock", ".gitignore")
 # opencode's XDG dirs under gtd's agent dir; config/ holds only files gtd writes.
+# One logfmt field of opencode's log: key=value or key="quoted value".
+LOG_FIELD = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)')
 XDG = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME": "cache"}
 
 
@@ -39,6 +46,9 @@ class OpencodeProvider(Provider):
                   "login` is not used")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
+    # Its error log on stderr names every failed request of the agent, HTTPS included, so the proxy's
+    # view of the model API (plain HTTP only, title requests too) is not shown as well: one line per try.
+    reports_api_retries = True
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")
@@ -104,7 +114,8 @@ class OpencodeProvider(Provider):
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default
             request = dataclasses.replace(request, model=own.model)
-        argv = [self.executable_path() or self.executable, "run", "--format", "json", "--agent", AGENT]
+        argv = [self.executable_path() or self.executable, "run", "--print-logs", "--log-level", "ERROR",
+                "--format", "json", "--agent", AGENT]
         if request.model:
             argv += ["-m", request.model]
         if request.resume_session:
@@ -159,6 +170,21 @@ class OpencodeProvider(Provider):
                                is_error=True, raw=data)]
         return []
 
+    def parse_stderr_line(self, line: str) -> list[AgentEvent]:
+        """opencode's log line for a failed model request (`message="stream error"`), which it then
+        retries, as a RETRY event. The title request (`small=true`) is left out: it does not hold up
+        the agent. Every other log line is only kept for the error message."""
+        if "level=ERROR" not in line or "stream error" not in line:
+            return []
+        fields = {key: _unquote(value) for key, value in LOG_FIELD.findall(line)}
+        if fields.get("message") != "stream error" or fields.get("small") == "true":
+            return []
+        error = fields.get("error.error") or fields.get("error") or ""
+        detail = error.split(": ", 1)[1] if error.startswith("AI_") and ": " in error else error
+        detail = " ".join(detail.split())[:200] or "no detail"
+        return [AgentEvent(EventKind.RETRY, text=f"API error ({detail}), opencode is retrying",
+                           session_id=fields.get("session.id"), raw=fields)]
+
     def outcome(self, exit_code: int, events: list[AgentEvent]) -> AgentOutcome:
         session_id = next((e.session_id for e in events if e.session_id), None)
         errors = [e.text for e in events if e.kind == EventKind.ERROR]
@@ -183,6 +209,15 @@ def _ensure_project_dir(cwd: Path) -> None:
             project_dir.mkdir()
         except OSError:
             pass
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value[1:-1]
+    return value
 
 
 def _metadata_error(state: dict) -> bool:

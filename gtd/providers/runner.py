@@ -151,8 +151,12 @@ def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: 
         lines.put(None)
 
 
-def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock) -> None:
+def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock,
+                 lines: "queue.Queue[bytes | AgentEvent | None]", parse: Callable[[str], list[AgentEvent]]) -> None:
+    """Keeps the tail of stderr for the error message; events the provider finds in a stderr line
+    (`parse_stderr_line`) join the stdout stream's queue, so they reach `on_event` in order."""
     size = 0
+    partial = b""
     try:
         while True:
             chunk = pipe.read1(4096) if hasattr(pipe, "read1") else pipe.read(4096)
@@ -163,6 +167,15 @@ def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock) -> None:
             size += len(chunk)
             while size > STDERR_LIMIT and len(tail) > 1:
                 size -= len(tail.popleft())
+            *complete, partial = (partial + chunk).split(b"\n")
+            partial = partial[-STDERR_LIMIT:]  # a line without end is not read without bound
+            for raw in complete:
+                try:
+                    found = parse(raw.decode("utf-8", "replace").strip())
+                except Exception:  # noqa: BLE001 - a line we cannot read is not an event, never a crash
+                    found = []
+                for event in found:
+                    lines.put(event)
     except (OSError, ValueError):
         pass
 
@@ -206,11 +219,12 @@ def run_agent(
     activity.touch()
     tool_seconds = float(getattr(timeouts, "tool_seconds", None) or timeouts.run_seconds)
     open_calls: dict[str, AgentEvent] = {}  # tool calls started and not finished, by id
-    lines: queue.Queue[bytes | None] = queue.Queue()
+    lines: queue.Queue[bytes | AgentEvent | None] = queue.Queue()  # stdout lines, stderr events
     stderr_tail: deque[bytes] = deque()
     threads = [
         threading.Thread(target=_read_stdout, args=(proc.stdout, lines, activity), daemon=True),
-        threading.Thread(target=_read_stderr, args=(proc.stderr, stderr_tail, activity), daemon=True),
+        threading.Thread(target=_read_stderr, args=(proc.stderr, stderr_tail, activity, lines, provider.parse_stderr_line),
+                         daemon=True),
     ]
     if spec.stdin_data is not None:
         threads.append(threading.Thread(target=_write_stdin, args=(proc.stdin, spec.stdin_data), daemon=True))
@@ -253,15 +267,18 @@ def run_agent(
             if raw is None:
                 stdout_open = False
                 continue
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            try:
-                parsed = provider.parse_line(line)
-            except Exception:  # noqa: BLE001 - a line we cannot read is not an event, never a crash
-                parsed = []
-            if not parsed:
-                noise.append(line[:500])
+            if isinstance(raw, AgentEvent):  # found on stderr
+                parsed = [raw]
+            else:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line:
+                    continue
+                try:
+                    parsed = provider.parse_line(line)
+                except Exception:  # noqa: BLE001 - a line we cannot read is not an event, never a crash
+                    parsed = []
+                if not parsed:
+                    noise.append(line[:500])
             for event in parsed:
                 _track_tool_calls(open_calls, event)
                 if event.kind == EventKind.TOOL_CALL and event.tool in provider.forbidden_tools:

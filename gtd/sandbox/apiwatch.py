@@ -1,7 +1,8 @@
 """What the sandbox's network layer sees of the model API's health, for the person watching.
 
-A CLI that retries failed API requests silently (opencode backs off on HTTP 5xx for over a minute
-and prints nothing) looks frozen. Every model API request passes through gtd's host side (the
+A CLI that retries failed API requests silently looks frozen (opencode's JSON stream says nothing
+while it backs off on HTTP 5xx for over a minute; gtd now reads its error log instead, see
+providers/opencode.py). Every model API request passes through gtd's host side (the
 filtering proxy, or the host-loopback forward of a model API served on this machine), so gtd can
 say what is happening:
 

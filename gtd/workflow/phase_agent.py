@@ -72,8 +72,9 @@ class PhaseAgent:
 
     def _open(self, policy: SandboxPolicy, *, agent: bool = True) -> SandboxSession:
         provider = self.ctx.provider
-        # A CLI that reports its own API retries (claude, pi) is heard; for one that retries silently
-        # (opencode), what gtd's network layer sees of the model API is shown instead (not for the tests).
+        # A CLI that reports its own API retries (claude, pi, opencode) is heard, and the proxy's view is
+        # not shown as well (one line per try); for one that retries silently, what gtd's network layer
+        # sees of the model API is shown instead (not for the tests).
         watch = None if provider.reports_api_retries or not agent else self._api_trouble
         session = open_sandbox(policy, network_decider=self.ctx.escalator.network_decider,
                                on_violation=self._record_violation, on_api_trouble=watch)

@@ -68,6 +68,7 @@ class FakeModelServer:
         self._steps: list[Step] = [say("done")]
         self._fail: tuple[int, str] | None = None
         self._fail_left: int | None = None  # failures still to answer (None: all of them)
+        self._fail_agent_only = False  # only requests that offer tools fail (not titles)
         self._on_prompt: list[tuple[str, list[Step]]] = []
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -87,11 +88,13 @@ class FakeModelServer:
         with self._lock:
             self._on_prompt.append((text, list(steps)))
 
-    def fail(self, status: int, message: str, times: int | None = None) -> None:
-        """Answer model requests with this HTTP error: every one, or only the next `times` (then the script)."""
+    def fail(self, status: int, message: str, times: int | None = None, agent_only: bool = False) -> None:
+        """Answer model requests with this HTTP error: every one, or only the next `times` (then the script).
+        `agent_only`: only the agent loop's requests (those offering tools) fail, titles are answered."""
         with self._lock:
             self._fail = (status, message)
             self._fail_left = times
+            self._fail_agent_only = agent_only
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -127,7 +130,7 @@ class FakeModelServer:
 
     def decide(self, api: str, body: dict) -> Step:
         with self._lock:
-            if self._fail:
+            if self._fail and (_tool_names(api, body) or not self._fail_agent_only):
                 failure = self._fail
                 if self._fail_left is not None:
                     self._fail_left -= 1

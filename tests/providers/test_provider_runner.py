@@ -145,6 +145,31 @@ emit(kind="end")
     assert "working" in result.stderr
 
 
+class StderrRetryProvider(PythonProvider):
+    """Reports a retry for each stderr line starting `RETRY ` (as opencode's error log does)."""
+
+    def parse_stderr_line(self, line):
+        return [AgentEvent(EventKind.RETRY, text=line[6:])] if line.startswith("RETRY ") else []
+
+
+def test_stderr_lines_the_provider_reads_become_events_in_order(launcher, workdir):
+    # A retry line written in two pieces, between stdout events; other stderr lines are only kept.
+    program = PRELUDE + """
+emit(kind="start", session_id="s-1")
+time.sleep(0.5)
+sys.stderr.write("log noise\\nRETRY API err"); sys.stderr.flush(); time.sleep(0.2)
+sys.stderr.write("or 1\\nmore noise\\n"); sys.stderr.flush(); time.sleep(0.5)
+emit(kind="end")
+"""
+    seen = []
+    result = run_agent(StderrRetryProvider(program), request_for(workdir), launcher, timeouts=FAST,
+                       on_event=seen.append)
+    assert result.ok
+    assert [(e.kind, e.text) for e in seen] == [(EventKind.START, None), (EventKind.RETRY, "API error 1"),
+                                                 (EventKind.END, None)]
+    assert "log noise" in result.stderr and "more noise" in result.stderr
+
+
 def test_run_timeout_despite_steady_output(launcher, workdir, tmp_path):
     pidfile = tmp_path / "child.pid"
     program = PRELUDE + spawn_child(pidfile) + """

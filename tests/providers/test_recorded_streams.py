@@ -102,3 +102,18 @@ def test_an_authentication_failure_says_how_to_log_in_with_that_cli(cli, how):
     explained = provider.explain_error(outcome.error)
     assert explained.startswith(outcome.error) and "Not logged in?" in explained and how in explained
     assert provider.explain_error("cannot reach api.anthropic.com:443") == "cannot reach api.anthropic.com:443"
+
+
+def test_opencode_error_log_on_stderr_gives_one_retry_per_failed_agent_request():
+    """Recorded from the pinned opencode (`--print-logs --log-level ERROR`, plus one INFO line) against
+    a model API answering 503, then one refusing connections: each failed request of the agent is a
+    retry; the title request's failure and other log lines are not."""
+    provider = _load("opencode")()
+    lines = (RECORDED / "opencode-retry-stderr.log").read_text().splitlines()
+    events = [e for line in lines for e in provider.parse_stderr_line(line)]
+    assert [(e.kind, e.text) for e in events] == [
+        (EventKind.RETRY, "API error (upstream overloaded), opencode is retrying"),
+        (EventKind.RETRY, "API error (upstream overloaded), opencode is retrying"),
+        (EventKind.RETRY, "API error (Cannot connect to API: Unable to connect. Is the computer able to access the "
+                          "url? (cause: Error: Unable to connect. Is the computer able to access the url?)), "
+                          "opencode is retrying")]
