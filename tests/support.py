@@ -27,6 +27,22 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
+def spawn_in_terminal(command: str, args: list[str], **kwargs):
+    """pexpect.spawn as a person's interactive shell starts a command: SIGINT at its default action,
+    so Ctrl-C (sendintr) reaches it. A test run started as a background job of a non-interactive
+    shell (`pytest ... &` in a script) has SIGINT ignored; Python keeps an inherited SIG_IGN and
+    every child inherits it through exec, so the spawned gtd would never see Ctrl-C."""
+    import pexpect
+
+    return pexpect.spawn(command, args, preexec_fn=_default_sigint, **kwargs)
+
+
+def _default_sigint() -> None:  # runs in the forked child, before exec
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def serving(body: bytes, *, certificate: tuple[Path, Path] | None = None) -> Iterator[int]:
     """A loopback server standing in for a registry, every GET answering `body`; HTTPS with
@@ -123,13 +139,11 @@ class Screen:
     """The real `gtd` on a pseudo-terminal (colours on, like a person's), and every byte it wrote (`text`)."""
 
     def __init__(self, *args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
-        import pexpect
-
         full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "50", **(env or {})}
         full_env.pop("NO_COLOR", None)
         self._log = io.StringIO()
-        self.child = pexpect.spawn(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=full_env,
-                                   encoding="utf-8", codec_errors="replace", timeout=timeout, dimensions=(50, 160))
+        self.child = spawn_in_terminal(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=full_env,
+                                       encoding="utf-8", codec_errors="replace", timeout=timeout, dimensions=(50, 160))
         self.child.logfile_read = self._log
 
     @property

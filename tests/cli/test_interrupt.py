@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 
 import pexpect
 import pytest
-from support import git
+from support import git, spawn_in_terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -32,7 +33,7 @@ def agent_processes(marker: str) -> list[str]:
 
 
 def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
-    marker = "sleep 417.25"
+    marker = f"sleep {400 + os.getpid() % 10000}.25"  # this run's own: another run's agent may be sleeping too
     script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
               "build": [{"actions": [{"write": {"path": "half.txt", "content": "partial"}},
                                      {"shell": f"{marker} & {marker}"}]}]}
@@ -42,8 +43,8 @@ def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
     subprocess.run([sys.executable, "-m", "gtd", "plan"], cwd=repo, check=True, capture_output=True)
     before = git(repo, "log", "--format=%s")
 
-    child = pexpect.spawn(sys.executable, ["-m", "gtd", "build"], cwd=str(repo), encoding="utf-8", timeout=60)
-    child.expect("sleep 417")  # the tool call is shown as it happens
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "build"], cwd=str(repo), encoding="utf-8", timeout=60)
+    child.expect(marker.split(".")[0])  # the tool call is shown as it happens
     deadline = time.monotonic() + 20
     while not agent_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from support import serving
+from support import serving, spawn_in_terminal
 
 
 @pytest.fixture
@@ -38,8 +38,8 @@ def spawn_gtd(isolated_home):
 
     def spawn(*args: str, cwd: Path, timeout: float = 60) -> pexpect.spawn:
         env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TERM": "xterm"}
-        child = pexpect.spawn(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=env, encoding="utf-8",
-                              timeout=timeout, dimensions=(50, 200))
+        child = spawn_in_terminal(sys.executable, ["-m", "gtd", *args], cwd=str(cwd), env=env, encoding="utf-8",
+                                  timeout=timeout, dimensions=(50, 200))
         children.append(child)
         return child
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 
 import tomlkit
 
@@ -82,6 +83,22 @@ def test_approve_resolves_requests_a_saved_rule_already_allows(repo, spawn_gtd):
     assert status == 0 and "Decision" not in output
     assert PendingStore(repo).list() == []
     assert [e["decided_by"] for e in AuditLog(repo).read()] == ["saved rule"]
+
+
+def test_ctrl_c_interrupts_even_when_the_test_run_ignores_sigint(repo, spawn_gtd):
+    """A person's terminal gives gtd SIGINT at its default action even when this test run inherited
+    it ignored (started as `pytest &` from a script): otherwise Ctrl-C never reaches gtd."""
+    store = _seed(repo, DOMAIN)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        child = spawn_gtd("approve", cwd=repo)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    child.expect("Decision")
+    child.sendintr()
+    output, status = finish(child)
+    assert status == 130, output
+    assert [r.id for r in store.list()] == [DOMAIN.id]
 
 
 def test_approve_end_of_input_keeps_pending_and_ctrl_c_interrupts(repo, spawn_gtd):
