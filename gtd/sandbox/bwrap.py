@@ -102,6 +102,8 @@ class MountPlan:
             except PermissionError:
                 return None
             except OSError as exc:
+                if not _alive(child_pid):
+                    return None  # the child died after blocking: nothing runs, and the caller reports bwrap's failure
                 return f"the writable path {path} could not be checked inside the sandbox ({exc.strerror})"
             if (st.st_dev, st.st_ino) != (dev, ino):
                 return (f"the writable path {path} changed between its check and the mount (a symlink swapped in?): "
@@ -115,6 +117,15 @@ class MountPlan:
             except OSError:
                 pass
         self.fds.clear()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie's /proc/PID/root is gone too, so it counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _wait_until_blocked(pid: int, timeout: float = 20.0) -> bool:
