@@ -39,15 +39,20 @@ def empty_file() -> Path:
     base = paths.locks_dir()
     base.mkdir(parents=True, exist_ok=True)
     path = base / "empty"
-    try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+    for _ in range(5):  # concurrent gtd starts race on the first creation: re-check on EEXIST
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                return path
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444))
             return path
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444))
-    return path
+        except FileExistsError:
+            continue
+    raise OSError(f"gtd could not create its empty placeholder file {path}: something keeps replacing it")
 
 
 def settle_leftovers(workspace: Path) -> list[tuple[Path, str]]:

@@ -384,3 +384,25 @@ def test_a_git_file_naming_a_tmp_dir_does_not_bring_it_into_the_sandbox(sandbox,
     s = sandbox(Level.READWRITE, workspace=ws)
     r = sh(s, f"cat {secret}/key", ws)
     assert r.returncode != 0 and "SECRET" not in r.out, r.out
+
+
+def test_a_start_racing_another_on_the_empty_placeholder_file_still_gets_it(home, monkeypatch):
+    """Two gtd starts on a fresh machine both create gtd's empty file (seen in CI when two terminals
+    started at once): the one that loses the race, finding the file gone at lstat and present at
+    create, must use the other's file, not fail with EEXIST."""
+    from gtd.sandbox import placeholders
+
+    real_lstat = os.lstat
+    raced = []
+
+    def lstat_while_another_start_creates_it(path, *args, **kwargs):
+        if str(path).endswith("/empty") and not raced:
+            raced.append(path)
+            Path(path).touch(mode=0o444)  # the other start wins between this lstat and our create
+            raise FileNotFoundError(path)
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(placeholders.os, "lstat", lstat_while_another_start_creates_it)
+    made = placeholders.empty_file()
+    assert raced and made == Path(raced[0])
+    assert real_lstat(made).st_size == 0 and made.is_file() and not made.is_symlink()
