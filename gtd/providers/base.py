@@ -106,10 +106,6 @@ class Provider(ABC):
         Most CLIs: none; stderr is then only kept for the error message."""
         return []
 
-    # True when the CLI says when it retries a failed API request (claude, pi: in their stream;
-    # opencode: in its error log on stderr); for the others gtd shows what its network layer sees of the model API (sandbox/apiwatch.py).
-    reports_api_retries: bool = False
-
     # How a person logs this CLI in (shown when its error says it is not logged in).
     login_hint: str = ""
 

@@ -30,7 +30,6 @@ class ClaudeProvider(Provider):
     login_hint = ("run `claude` once on this machine and log in with /login (gtd reuses that login), or set "
                   "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for another endpoint)")
     executable = "claude"
-    reports_api_retries = True  # its own system/api_retry events
     forbidden_tools = CLAUDE_INTERACTIVE
 
     def __init__(self, config_dir: Path | None = None):

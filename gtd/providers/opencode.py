@@ -46,9 +46,6 @@ class OpencodeProvider(Provider):
                   "login` is not used")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
-    # Its error log on stderr names every failed request of the agent, HTTPS included, so the proxy's
-    # view of the model API (plain HTTP only, title requests too) is not shown as well: one line per try.
-    reports_api_retries = True
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")

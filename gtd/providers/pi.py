@@ -36,7 +36,6 @@ class PiProvider(Provider):
     login_hint = ("set the model provider's API key where you run gtd (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
                   "GEMINI_API_KEY, ...); under gtd pi runs with its own agent dir, so a /login in pi is not used")
     executable = "pi"
-    reports_api_retries = True  # its own auto_retry_start events
     forbidden_tools = PI_INTERACTIVE
 
     def __init__(self, home: Path | None = None):

@@ -6,8 +6,6 @@
 - DNS: stand-in addresses for names, nothing resolved upstream (`dns.py`);
 - host-loopback forwards: 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, only for the
   ports the policy names (`hostLoopbackPorts`, and a model API configured on the host's loopback).
-  The model API's forward is watched (apiwatch.py): its 429/5xx answers and a refused connection
-  are reported like the proxy reports them.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import socket
 import threading
 
-from gtd.sandbox.apiwatch import ApiTrouble, ResponseWatch
 from gtd.sandbox.dns import DnsResponder, StandInNames
 from gtd.sandbox.netns import NamespaceSockets
 from gtd.sandbox.proxy import FilteringProxy
@@ -74,30 +71,21 @@ class NamespaceGateway:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            spawn(_forward, conn, port, self.proxy)
+            spawn(_forward, conn, port)
 
 
-def _forward(conn: socket.socket, port: int, proxy: FilteringProxy) -> None:
+def _forward(conn: socket.socket, port: int) -> None:
     """Relay one connection to the same port on the host's loopback (IPv4, then IPv6)."""
     upstream = None
-    api = proxy.loopback_api_rule(port)
     try:
-        error = None
         for address in ("127.0.0.1", "::1"):
             try:
                 upstream = socket.create_connection((address, port), timeout=10)
                 upstream.settimeout(None)
                 break
-            except OSError as exc:
-                error = exc
-        if upstream is None:
-            if api is not None:
-                reason = (error.strerror or str(error)).lower() if error else "no answer"
-                proxy.report_api_trouble(ApiTrouble(api, None, reason))
-        elif api is None:
+            except OSError:
+                pass
+        if upstream is not None:
             _pump(conn, upstream)
-        else:
-            watch = ResponseWatch(api, proxy.report_api_trouble)
-            _pump(conn, upstream, seen_ab=watch.sent, seen_ba=watch.received)
     finally:
         close_all(conn, upstream)

@@ -4,9 +4,7 @@ It is the only way out of the sandbox's empty network namespace. It decides by *
 rules, then the session's decider), resolves the name itself exactly once, refuses loopback,
 link-local, metadata and host addresses unless the IP literal is explicitly allowed, and dials the
 address it checked (no DNS rebinding window). A per-run token in the proxy URL authenticates the
-sandbox. Every refused destination is reported, with the reason, to `on_denied`; trouble with the
-model API (a connection that cannot be made, a plain-HTTP 429/5xx answer) to `on_api_trouble`
-(apiwatch.py), so a CLI that retries silently does not look frozen.
+sandbox. Every refused destination is reported, with the reason, to `on_denied`.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gtd.sandbox.addresses import forbidden_reason, private_reason
-from gtd.sandbox.apiwatch import ApiTrouble, Report, ResponseWatch
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
 from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half: splice on Linux
 
@@ -61,8 +58,6 @@ class FilteringProxy:
         on_denied: Callable[[str, int, str], None] | None = None,
         resolver: Resolver | None = None,
         connect_timeout: float = 15.0,
-        api_hosts: tuple[str, ...] = (),
-        on_api_trouble: Report | None = None,
     ):
         self.rules = rules
         self.token = token
@@ -75,10 +70,6 @@ class FilteringProxy:
         self._listeners: dict[socket.socket, threading.Thread] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
-        # The model API's "host:port" rules, by destination: trouble reaching them is reported.
-        self._api_hosts = {_destination(rule): rule for rule in api_hosts} if on_api_trouble else {}
-        self._on_api_trouble = on_api_trouble
-        self._watches: dict[socket.socket, ResponseWatch] = {}  # plain-HTTP model API responses being read
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
@@ -134,11 +125,7 @@ class FilteringProxy:
                 self._refuse_direct(conn, host, port, verdict.reason)
                 return
             upstream = verdict.sock
-            watch = self.api_watch(host, port)
-            if watch is None:
-                _pump(conn, upstream)
-            else:
-                _pump(conn, upstream, seen_ab=watch.sent, seen_ba=watch.received)
+            _pump(conn, upstream)
         except (OSError, ValueError):
             pass
         finally:
@@ -195,7 +182,7 @@ class FilteringProxy:
         try:
             addresses = [host] if _is_ip(host) else self._resolve(host, port)
         except OSError as exc:
-            return self._unreachable(host, port, f"cannot resolve {host}: {exc}")
+            return Verdict(False, f"cannot resolve {host}: {exc}")
         refused = []
         # A name a rule names, or one the person approved (they saw it), may resolve to a private
         # address (an internal mirror); one allowed only by `*` may not (DNS rebinding).
@@ -218,36 +205,8 @@ class FilteringProxy:
                 last = f"cannot connect to {addr}:{port}: {exc}"
         if refused:
             return self._deny(host, port, "resolves to " + ", ".join(refused))
-        return self._unreachable(host, port, last if addresses else f"{host} has no address")
-
-    def _unreachable(self, host: str, port: int, reason: str) -> Verdict:
-        """An allowed host that cannot be reached: the client gets 502/504; the model API's is reported."""
-        rule = self._api_hosts.get((host, port))
-        if rule is not None:
-            self._api_trouble(ApiTrouble(rule, None, _short_reason(reason)))
-        return Verdict(False, reason)
-
-    def api_watch(self, host: str, port: int) -> ResponseWatch | None:
-        """A watch on a plain-HTTP connection to the model API (None for any other destination)."""
-        rule = self._api_hosts.get((normalise_host(host), port))
-        return ResponseWatch(rule, self._api_trouble) if rule is not None else None
-
-    def loopback_api_rule(self, port: int) -> str | None:
-        """The model host rule served on the host's loopback at `port` (forwarded by the gateway), if any."""
-        for (host, rule_port), rule in self._api_hosts.items():
-            if rule_port == port and (host == "localhost" or (_is_ip(host) and ipaddress.ip_address(host).is_loopback)):
-                return rule
-        return None
-
-    def report_api_trouble(self, trouble: ApiTrouble) -> None:
-        self._api_trouble(trouble)
-
-    def _api_trouble(self, trouble: ApiTrouble) -> None:
-        if self._on_api_trouble is not None:
-            try:
-                self._on_api_trouble(trouble)
-            except Exception:  # noqa: BLE001 - reporting must not break the proxy
-                pass
+        # An allowed host that cannot be reached: the client gets 502/504 ("cannot reach"), not a refusal.
+        return Verdict(False, last if addresses else f"{host} has no address")
 
     def _deny(self, host: str, port: int, reason: str) -> Verdict:
         if self._on_denied is not None:
@@ -275,15 +234,13 @@ class FilteringProxy:
             if upstream is not None:
                 conn.settimeout(None)
                 if conn in self._one_way:  # plain HTTP: the request is sent; only the response flows
-                    watch = self._watches.pop(conn, None)
-                    _copy(upstream, conn, seen=watch.received if watch else None)
+                    _copy(upstream, conn)
                 else:
                     _pump(conn, upstream)
         except (OSError, ValueError):
             pass
         finally:
             self._one_way.discard(conn)
-            self._watches.pop(conn, None)
             close_all(conn, upstream)
 
     def _http(self, conn: socket.socket) -> socket.socket | None:
@@ -311,10 +268,9 @@ class FilteringProxy:
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
-            allowed = self._authorize_target(conn, target, 443)
-            if allowed is None:
+            verdict = self._authorize_target(conn, target, 443)
+            if verdict is None:
                 return None
-            verdict = allowed[0]
             conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             if rest:
                 verdict.sock.sendall(rest)
@@ -331,10 +287,9 @@ class FilteringProxy:
         if "@" in authority or body_length is None:
             _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
             return None
-        allowed = self._authorize_target(conn, authority, 80)
-        if allowed is None:
+        verdict = self._authorize_target(conn, authority, 80)
+        if verdict is None:
             return None
-        verdict, host, port = allowed
         while len(rest) < body_length:
             chunk = conn.recv(min(BUFSIZE, body_length - len(rest)))
             if not chunk:
@@ -346,16 +301,12 @@ class FilteringProxy:
         out.append("Connection: close")
         request = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest[:body_length]
         verdict.sock.sendall(request)
-        watch = self.api_watch(host, port)
-        if watch is not None:
-            watch.sent(request)
-            self._watches[conn] = watch
         self._one_way.add(conn)
         return verdict.sock
 
     def _authorize_target(self, conn: socket.socket, authority: str,
-                          default_port: int) -> tuple[Verdict, str, int] | None:
-        """(the allowing verdict, host, port) for a request's host[:port], or None once the client
+                          default_port: int) -> Verdict | None:
+        """The allowing verdict for a request's host[:port], or None once the client
         was answered: 400 for a malformed authority, the refusal otherwise."""
         try:
             host, port = split_host_port(authority)
@@ -366,7 +317,7 @@ class FilteringProxy:
         if not verdict.ok:
             _refuse(conn, authority, verdict)
             return None
-        return verdict, host, port or default_port
+        return verdict
 
     def _socks5(self, conn: socket.socket) -> socket.socket | None:
         ver, n = _recv_exact(conn, 2)
@@ -404,17 +355,6 @@ class FilteringProxy:
             return None
         conn.sendall(_socks_reply(0))
         return verdict.sock
-
-
-def _destination(rule: str) -> tuple[str, int]:
-    host, port = split_host_port(rule)
-    return normalise_host(host), port or 443
-
-
-def _short_reason(reason: str) -> str:
-    """'cannot connect to 1.2.3.4:443: [Errno 111] Connection refused' -> 'connection refused'."""
-    text = reason.rsplit("] ", 1)[-1] if "] " in reason else reason.rsplit(": ", 1)[-1]
-    return text.strip().lower() or reason
 
 
 def _is_ip(host: str) -> bool:

@@ -9,8 +9,7 @@ Each direction blocks in splice on its own thread: a blocking splice sleeps in t
 come, which moved bulk data ~10 points of direct speed faster than a poll loop over non-blocking
 sockets in one thread (benchmarks/bench_proxy.py). The second thread is started without waiting for
 it to be scheduled. A half-close is passed on: EOF from one side becomes shutdown(SHUT_WR) on the
-other, and the other direction goes on. A direction with an observer (the model API's watch,
-apiwatch.py) goes through a buffer, so the observer sees every chunk before it is sent on.
+other, and the other direction goes on.
 """
 
 from __future__ import annotations
@@ -20,13 +19,11 @@ import errno
 import os
 import socket
 import threading
-from typing import Callable
 
 CHUNK = 1024 * 1024  # bytes per splice call, and the pipe size asked for
 USER_BUFSIZE = 256 * 1024
 _SPLICE = getattr(os, "splice", None)  # Linux only
 _REFUSED = (errno.EINVAL, errno.EOPNOTSUPP)  # the kernel cannot splice this socket
-Observer = Callable[[bytes], None]
 
 
 def spawn(fn, *args) -> None:
@@ -45,22 +42,20 @@ def close_all(*sockets: socket.socket | None) -> None:
                 pass
 
 
-def pump(a: socket.socket, b: socket.socket, *, seen_ab: Observer | None = None,
-         seen_ba: Observer | None = None) -> None:
+def pump(a: socket.socket, b: socket.socket) -> None:
     """Copy both directions until both have ended; a half-close is passed on. b -> a runs on a thread
-    started without waiting for it, a -> b in this one. An observer gets every chunk of its direction
-    before it is sent on (the bytes then go through userspace)."""
+    started without waiting for it, a -> b in this one."""
     finished = threading.Lock()
     finished.acquire()
 
     def other() -> None:
         try:
-            copy(b, a, seen=seen_ba)
+            copy(b, a)
         finally:
             finished.release()
 
     spawn(other)
-    copy(a, b, seen=seen_ab)
+    copy(a, b)
     finished.acquire()
 
 
@@ -75,15 +70,14 @@ def _pipe() -> tuple[int, int]:
     return read_end, write_end
 
 
-def copy(src: socket.socket, dst: socket.socket, *, seen: Observer | None = None) -> None:
-    """Copy src to dst until EOF or an error, then half-close dst (one direction, blocking). With
-    `seen`, every chunk is shown to it first (no splice: the model API's traffic is small)."""
+def copy(src: socket.socket, dst: socket.socket) -> None:
+    """Copy src to dst until EOF or an error, then half-close dst (one direction, blocking)."""
     try:
         # splice needs blocking descriptors (a socket with a timeout is non-blocking underneath).
         src.settimeout(None)
         dst.settimeout(None)
-        if seen is not None or _SPLICE is None or not _splice_copy(src, dst, _SPLICE):
-            _user_copy(src, dst, seen)
+        if _SPLICE is None or not _splice_copy(src, dst, _SPLICE):
+            _user_copy(src, dst)
     except OSError:
         pass
     finally:
@@ -116,13 +110,11 @@ def _splice_copy(src: socket.socket, dst: socket.socket, splice) -> bool:
         os.close(write_end)
 
 
-def _user_copy(src: socket.socket, dst: socket.socket, seen: Observer | None = None) -> None:
+def _user_copy(src: socket.socket, dst: socket.socket) -> None:
     buf = bytearray(USER_BUFSIZE)
     view = memoryview(buf)
     while True:
         n = src.recv_into(buf)
         if not n:
             return
-        if seen is not None:
-            seen(bytes(view[:n]))
         dst.sendall(view[:n])

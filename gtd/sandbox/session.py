@@ -20,14 +20,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
-
-if TYPE_CHECKING:
-    from gtd.sandbox.apiwatch import ApiTrouble
 
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
@@ -83,10 +80,8 @@ class SandboxSession:
         network_decider: Callable[[NetworkRequest], bool] | None = None,
         on_violation: Callable[[Violation], None] | None = None,
         resolver: Callable[[str, int], list[str]] | None = None,
-        on_api_trouble: Callable[["ApiTrouble"], None] | None = None,
     ):
         self.policy = policy
-        self._on_api_trouble = on_api_trouble  # the model API failing or unreachable (apiwatch.py)
         self.violations: list[Violation] = []
         self._decider = network_decider
         self._on_violation = on_violation
@@ -302,8 +297,7 @@ class SandboxSession:
         self._names = StandInNames()
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
         return FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied,
-                              resolver=self._resolver, api_hosts=self.policy.model_hosts,
-                              on_api_trouble=self._on_api_trouble)
+                              resolver=self._resolver)
 
     def _ask(self, host: str, port: int) -> bool:
         return bool(self._decider(NetworkRequest(host, port, self.policy.level)))

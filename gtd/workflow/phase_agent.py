@@ -70,22 +70,13 @@ class PhaseAgent:
                                          allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
         return policy
 
-    def _open(self, policy: SandboxPolicy, *, agent: bool = True) -> SandboxSession:
-        provider = self.ctx.provider
-        # A CLI that reports its own API retries (claude, pi, opencode) is heard, and the proxy's view is
-        # not shown as well (one line per try); for one that retries silently, what gtd's network layer
-        # sees of the model API is shown instead (not for the tests).
-        watch = None if provider.reports_api_retries or not agent else self._api_trouble
+    def _open(self, policy: SandboxPolicy) -> SandboxSession:
         session = open_sandbox(policy, network_decider=self.ctx.escalator.network_decider,
-                               on_violation=self._record_violation, on_api_trouble=watch)
+                               on_violation=self._record_violation)
         if getattr(session, "unsandboxed", False):
             self.ctx.progress.warn(f"{self.phase.value}: running WITHOUT the sandbox (level {policy.level.value}, by explicit config)")
             self.ctx.audit.record("unsandboxed_run", phase=self.phase.value, level=policy.level.value)
         return session
-
-    def _api_trouble(self, trouble) -> None:
-        self.ctx.progress.api_trouble(trouble.describe(self.ctx.provider.name), host=trouble.host,
-                                      status=trouble.status)
 
     def _record_violation(self, violation: Violation) -> None:
         self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,
@@ -242,7 +233,7 @@ class PhaseAgent:
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
             try:
-                with self._open(policy, agent=False) as session:
+                with self._open(policy) as session:
                     started = time.monotonic()
                     done = run_streaming(session, ["/bin/sh", "-c", command], cwd=self.ctx.repo,
                                          timeout=self.ctx.config.test_timeout_seconds,

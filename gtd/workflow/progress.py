@@ -224,17 +224,6 @@ class Progress:
                 self._line(f"  [red]agent error: {markup(event.text or '')}[/red]")
         self._refresh()
 
-    def api_trouble(self, text: str, *, host: str, status: int | None) -> None:
-        """The model API failing as gtd's network layer saw it (a 429/5xx answer, or no connection),
-        for a CLI that retries silently: shown like the CLIs' own retry events. Called from proxy threads."""
-        with self._lock:
-            self.retrying = text
-            phase = self.phase_now.name if self.phase_now else None
-            self._emit("api_retry", phase=phase, text=text, source="proxy", host=host, status=status)
-            if self.verbosity >= 0:
-                self._line(f"  [yellow]{markup(text, one_line=True)}[/yellow]")
-        self._refresh()
-
     # -- what the audit log records -----------------------------------------------------------
 
     def audited(self, entry: dict) -> None:

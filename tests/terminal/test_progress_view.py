@@ -66,16 +66,12 @@ def test_token_counts_from_each_cli_and_their_totals():
     assert "1.1k in / 24 out tokens · $0.7500" in _status(progress)
 
 
-def test_api_trouble_seen_by_gtd_is_shown_as_a_retry_and_carried_in_jsonl(snapshot):
+def test_a_clis_retry_is_carried_in_jsonl_as_an_api_retry_event_from_the_cli():
     events = io.StringIO()
     progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False, events=events)
     progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
-    progress.api_trouble("API error (HTTP 503 from 127.0.0.1:8080), opencode is retrying", host="127.0.0.1:8080",
-                         status=503)
-    assert "↻ API error (HTTP 503 from 127.0.0.1:8080), opencode is retrying" in _status(progress)
-    progress.api_trouble("cannot reach api.openai.com:443 (connection refused), opencode is retrying",
-                         host="api.openai.com:443", status=None)
-    progress.event(AgentEvent(EventKind.RETRY, text="API error 503 (server_error), retrying (attempt 1 of 2)"))
+    progress.event(AgentEvent(EventKind.RETRY, text="API error (upstream overloaded), opencode is retrying"))
     records = [json.loads(line) for line in events.getvalue().splitlines()]
-    assert all(set(json.dumps(r)) <= set(map(chr, range(128))) for r in records)  # pure ASCII
-    assert [{k: v for k, v in r.items() if k != "time"} for r in records if r["event"] == "api_retry"] == snapshot
+    assert [{k: v for k, v in r.items() if k != "time"} for r in records if r["event"] == "api_retry"] == [
+        {"event": "api_retry", "phase": "build", "source": "cli",
+         "text": "API error (upstream overloaded), opencode is retrying"}]
