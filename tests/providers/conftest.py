@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -24,6 +23,17 @@ def launcher():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def uncommitted_repo(tmp_path) -> Path:
+    """A git work tree with a README.md and no commit yet, as the agent e2e tests use (the root
+    conftest's `repo` has a commit on main)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / "README.md").write_text("# project\n")
+    return root
 
 
 @pytest.fixture

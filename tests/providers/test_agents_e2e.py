@@ -5,7 +5,6 @@ stopped by gtd, an API failure surfaced as an error, and session resume."""
 from __future__ import annotations
 
 import json
-import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -22,15 +21,6 @@ TIMEOUTS = SimpleNamespace(inactivity_seconds=90, run_seconds=180)
 SYSTEM = "GTD-SYSTEM-MARKER: you are in the build phase."
 
 
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    (root / "README.md").write_text("# project\n")
-    return root
-
-
 def run(agent, repo, sandbox_session, *, provider=None, level=Level.READWRITE, phase=Phase.BUILD, **kw):
     provider = provider or _load(agent.name)()
     session = sandbox_session(repo, level=level, phase=phase, needs=provider.sandbox_needs())
@@ -39,11 +29,11 @@ def run(agent, repo, sandbox_session, *, provider=None, level=Level.READWRITE, p
     return run_agent(provider, request, session, timeouts=TIMEOUTS)
 
 
-def test_shell_tool_call_runs_and_the_run_finishes(agent, repo, fake_model, sandbox_session):
+def test_shell_tool_call_runs_and_the_run_finishes(agent, uncommitted_repo, fake_model, sandbox_session):
     fake_model.script([shell("echo made-by-agent > proof.txt && cat proof.txt"), say("All finished.")])
-    result = run(agent, repo, sandbox_session)
+    result = run(agent, uncommitted_repo, sandbox_session)
     assert result.ok, f"{result.error}\n{result.stderr[-3000:]}"
-    assert (repo / "proof.txt").read_text() == "made-by-agent\n"
+    assert (uncommitted_repo / "proof.txt").read_text() == "made-by-agent\n"
     kinds = [e.kind for e in result.events]
     assert kinds[0] == EventKind.START and kinds[-1] == EventKind.END
     call = next(e for e in result.events if e.kind == EventKind.TOOL_CALL)
@@ -56,24 +46,25 @@ def test_shell_tool_call_runs_and_the_run_finishes(agent, repo, fake_model, sand
     assert len(main) >= 2 and SYSTEM in json.dumps(main[0].body)  # the phase's system prompt reached the model
 
 
-def test_failing_command_is_an_error_result_not_a_failed_run(agent, repo, fake_model, sandbox_session):
+def test_failing_command_is_an_error_result_not_a_failed_run(agent, uncommitted_repo, fake_model, sandbox_session):
     fake_model.script([shell("echo nope >&2; exit 7"), say("It failed, stopping.")])
-    result = run(agent, repo, sandbox_session)
+    result = run(agent, uncommitted_repo, sandbox_session)
     assert result.ok, result.error
     outcome = next(e for e in result.events if e.kind == EventKind.TOOL_RESULT)
     assert outcome.is_error and "nope" in outcome.text
 
 
-def test_sandbox_refuses_a_write_outside_the_workspace(agent, repo, fake_model, sandbox_session, isolated_home):
+def test_sandbox_refuses_a_write_outside_the_workspace(agent, uncommitted_repo, fake_model, sandbox_session,
+                                                        isolated_home):
     target = isolated_home / "outside.txt"
     fake_model.script([shell(f"echo x > {target}"), say("done")])
-    result = run(agent, repo, sandbox_session)
+    result = run(agent, uncommitted_repo, sandbox_session)
     outcome = next(e for e in result.events if e.kind == EventKind.TOOL_RESULT)
     assert outcome.is_error and "Read-only file system" in outcome.text
     assert not target.exists()
 
 
-def test_forbidden_tool_stops_the_agent(agent, repo, fake_model, sandbox_session):
+def test_forbidden_tool_stops_the_agent(agent, uncommitted_repo, fake_model, sandbox_session):
     provider = _load(agent.name)()
     name = agent.interactive_tool
     if name is None:
@@ -87,15 +78,15 @@ def test_forbidden_tool_stops_the_agent(agent, repo, fake_model, sandbox_session
                                                       "options": [{"label": "a", "description": "a"},
                                                                   {"label": "b", "description": "b"}]}]}),
                            shell("touch ran-anyway"), say("done")])
-    result = run(agent, repo, sandbox_session, provider=provider)
+    result = run(agent, uncommitted_repo, sandbox_session, provider=provider)
     assert result.stopped == "forbidden_tool" and result.forbidden_tool == name, result.error
     assert not result.ok and name in result.error
-    assert not (repo / "ran-anyway").exists()
+    assert not (uncommitted_repo / "ran-anyway").exists()
 
 
-def test_interactive_tools_are_not_offered_to_the_model(agent, repo, fake_model, sandbox_session):
+def test_interactive_tools_are_not_offered_to_the_model(agent, uncommitted_repo, fake_model, sandbox_session):
     fake_model.script([say("nothing to do")])
-    assert run(agent, repo, sandbox_session).ok
+    assert run(agent, uncommitted_repo, sandbox_session).ok
     offered = set()
     for r in fake_model.main_requests():
         for t in r.body.get("tools") or []:
@@ -104,20 +95,20 @@ def test_interactive_tools_are_not_offered_to_the_model(agent, repo, fake_model,
     assert not offered & {"AskUserQuestion", "EnterPlanMode", "ExitPlanMode", "question", "plan_enter", "plan_exit"}
 
 
-def test_api_failure_is_reported_as_an_error(agent, repo, fake_model, sandbox_session):
+def test_api_failure_is_reported_as_an_error(agent, uncommitted_repo, fake_model, sandbox_session):
     fake_model.fail(401, "invalid x-api-key (fake)")
-    result = run(agent, repo, sandbox_session)
+    result = run(agent, uncommitted_repo, sandbox_session)
     assert not result.ok and result.stopped is None
     assert "401" in result.error or "invalid x-api-key" in result.error or "API key" in result.error, result.error
 
 
-def test_session_resumes_with_the_earlier_conversation(agent, repo, fake_model, sandbox_session):
+def test_session_resumes_with_the_earlier_conversation(agent, uncommitted_repo, fake_model, sandbox_session):
     fake_model.script([say("first answer")])
-    first = run(agent, repo, sandbox_session, prompt="FIRST-PROMPT")
+    first = run(agent, uncommitted_repo, sandbox_session, prompt="FIRST-PROMPT")
     assert first.ok and first.session_id, first.error
     fake_model.requests.clear()
     fake_model.script([say("second answer")])
-    second = run(agent, repo, sandbox_session, prompt="SECOND-PROMPT", resume_session=first.session_id)
+    second = run(agent, uncommitted_repo, sandbox_session, prompt="SECOND-PROMPT", resume_session=first.session_id)
     assert second.ok, second.error
     body = json.dumps(fake_model.main_requests()[0].body)
     assert "FIRST-PROMPT" in body and "first answer" in body and "SECOND-PROMPT" in body
@@ -127,29 +118,31 @@ NATIVE_DENIAL = {"claude": "Permission to use Write has been denied", "opencode"
                  "pi": "permission denied"}  # pi cannot express it: the sandbox refuses (sealed workspace root)
 
 
-def test_plan_phase_edits_only_its_file(agent, repo, fake_model, sandbox_session):
+def test_plan_phase_edits_only_its_file(agent, uncommitted_repo, fake_model, sandbox_session):
     """Readonly plan phase: TODO.md can be written; another file is refused by the CLI's own permission
     mechanism where it has one (claude, opencode), and by the sandbox always."""
     t = agent.files
-    fake_model.script([tool(t.write, {t.path: str(repo / "other.txt"), "content": "no"}),
-                       tool(t.read, {t.path: str(repo / "TODO.md")}),  # claude overwrites only what it has read
-                       tool(t.write, {t.path: str(repo / "TODO.md"), "content": "- [ ] planned\n"}), say("planned")])
-    result = run(agent, repo, sandbox_session, level=Level.READONLY, phase=Phase.PLAN, editable_paths=["TODO.md"])
+    todo = str(uncommitted_repo / "TODO.md")
+    fake_model.script([tool(t.write, {t.path: str(uncommitted_repo / "other.txt"), "content": "no"}),
+                       tool(t.read, {t.path: todo}),  # claude overwrites only what it has read
+                       tool(t.write, {t.path: todo, "content": "- [ ] planned\n"}), say("planned")])
+    result = run(agent, uncommitted_repo, sandbox_session, level=Level.READONLY, phase=Phase.PLAN,
+                 editable_paths=["TODO.md"])
     assert result.ok, f"{result.error}\n{result.stderr[-2000:]}"
-    assert (repo / "TODO.md").read_text() == "- [ ] planned\n"
-    assert not (repo / "other.txt").exists()
+    assert (uncommitted_repo / "TODO.md").read_text() == "- [ ] planned\n"
+    assert not (uncommitted_repo / "other.txt").exists()
     refused, _, written = [e for e in result.events if e.kind == EventKind.TOOL_RESULT]
     assert refused.is_error and NATIVE_DENIAL[agent.name].lower() in refused.text.lower(), refused.text
     assert not written.is_error
 
 
-def test_agent_cannot_edit_its_own_provider_config(agent, repo, fake_model, sandbox_session):
+def test_agent_cannot_edit_its_own_provider_config(agent, uncommitted_repo, fake_model, sandbox_session):
     provider = _load(agent.name)()
     config = {"claude": lambda p: p.config_dir / "settings.json",
               "opencode": lambda p: p.home / "config" / "opencode" / "opencode.json",
               "pi": lambda p: p.home / "models.json"}[agent.name](provider)
     fake_model.script([shell(f"echo '{{\"planted\": true}}' > {config}"), say("done")])
-    result = run(agent, repo, sandbox_session, provider=provider)
+    result = run(agent, uncommitted_repo, sandbox_session, provider=provider)
     outcome = next(e for e in result.events if e.kind == EventKind.TOOL_RESULT)
     assert outcome.is_error and "Read-only file system" in outcome.text, outcome.text
     assert "planted" not in config.read_text()

@@ -6,7 +6,6 @@ the sandbox at readonly without a prompt, and `gtd sandbox explain` names the fi
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -49,43 +48,35 @@ def local_model(fake_model, isolated_home, monkeypatch):
     return fake_model
 
 
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    (root / "README.md").write_text("# project\n")
-    return root
-
-
 @pytest.mark.parametrize("cli", ["opencode", "pi"])
-def test_the_real_cli_reaches_a_local_model_named_in_its_own_config(cli, local_model, repo, sandbox_session,
-                                                                    monkeypatch):
+def test_the_real_cli_reaches_a_local_model_named_in_its_own_config(cli, local_model, uncommitted_repo,
+                                                                    sandbox_session, monkeypatch):
     require_cli(cli, monkeypatch)
     provider = OpencodeProvider() if cli == "opencode" else PiProvider()
-    needs = provider.sandbox_needs(repo)
+    needs = provider.sandbox_needs(uncommitted_repo)
     rule = f"localhost:{local_model.port}"
     assert rule in needs.model_hosts and "provider ollama" in needs.model_host_origins[rule]
-    session = sandbox_session(repo, level=Level.READONLY, phase=Phase.PLAN, needs=needs)
+    session = sandbox_session(uncommitted_repo, level=Level.READONLY, phase=Phase.PLAN, needs=needs)
     local_model.script([shell("echo planned > TODO.md"), say("Plan written.")])
-    result = run_agent(provider, request_for(repo, "Write the plan", Phase.PLAN), session, timeouts=TIMEOUTS)
+    request = request_for(uncommitted_repo, "Write the plan", Phase.PLAN)
+    result = run_agent(provider, request, session, timeouts=TIMEOUTS)
     assert result.ok, f"{result.error}\n{result.stderr[-3000:]}"
-    assert (repo / "TODO.md").read_text() == "planned\n"
+    assert (uncommitted_repo / "TODO.md").read_text() == "planned\n"
     assert any(e.kind == EventKind.TOOL_CALL for e in result.events)
     assert local_model.main_requests()[0].body.get("model") == "llama3"  # the person's default model
     assert session.violations == []  # no refusal, no prompt
     # Any client inside reaches it too (the port is forwarded to the host's loopback), by both names.
     for host in ("localhost", "127.0.0.1"):
         curl = session.run(["curl", "-sS", "--max-time", "10", f"http://{host}:{local_model.port}/v1/models"],
-                           cwd=repo, timeout=30)
+                           cwd=uncommitted_repo, timeout=30)
         assert b"fake-model" in curl.stdout, curl.stderr
 
 
-def test_explain_names_the_config_file_a_model_host_came_from(local_model, repo, monkeypatch):
+def test_explain_names_the_config_file_a_model_host_came_from(local_model, uncommitted_repo, monkeypatch):
     require_cli("opencode", monkeypatch)
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "opencode",
+    (uncommitted_repo / ".gtdrc.json").write_text(json.dumps({"provider": "opencode",
                                                   "models": {"build": "openrouter/anthropic/claude-sonnet-4"}}))
-    result = run_gtd("sandbox", "explain", "--phase", "plan", cwd=repo)
+    result = run_gtd("sandbox", "explain", "--phase", "plan", cwd=uncommitted_repo)
     assert result.returncode == 0, result.stderr
     port = local_model.port
     assert (f"  localhost:{port} (from opencode config ~/.config/opencode/opencode.json: provider ollama "
@@ -93,8 +84,8 @@ def test_explain_names_the_config_file_a_model_host_came_from(local_model, repo,
     assert ("  openrouter.ai:443 (from gtd config models.build = openrouter/anthropic/claude-sonnet-4: opencode's "
             "openrouter provider)\n") in result.stdout
     assert f"host loopback ports (127.0.0.1:PORT inside reaches the host's): {port}" in result.stdout
-    data = json.loads(run_gtd("sandbox", "explain", "--phase", "plan", "--json", cwd=repo).stdout)
+    data = json.loads(run_gtd("sandbox", "explain", "--phase", "plan", "--json", cwd=uncommitted_repo).stdout)
     assert data["modelHostOrigins"][f"localhost:{port}"].startswith("opencode config ~/.config/opencode/opencode.json")
-    why = run_gtd("sandbox", "why", f"localhost:{port}", "--phase", "plan", cwd=repo)
+    why = run_gtd("sandbox", "why", f"localhost:{port}", "--phase", "plan", cwd=uncommitted_repo)
     assert "forwarded to the same port on the host's loopback (the model API from opencode config " \
            "~/.config/opencode/opencode.json: provider ollama options.baseURL)" in why.stdout, why.stdout + why.stderr
