@@ -5,10 +5,12 @@
 2. CLI: `gtd sandbox run -- true` vs. bare bwrap (target: + 60 ms end to end), with the interpreter
    start, the readwrite level and the same command through typer shown beside it (byte-code caching on,
    a fresh HOME).
+   The same two commands in a large workspace (a git repository with an ignored 48,000-file
+   node_modules in 8,000 directories, --big-files to change it) show what walking the work tree costs.
 3. proxy throughput: a download through the proxy from inside the sandbox vs. a direct loopback
    transfer with the same client outside it (target: >= 80 %; bench_proxy.py isolates the proxy).
 
-Run: .venv/bin/python benchmarks/bench_sandbox.py [--runs N]
+Run: .venv/bin/python benchmarks/bench_sandbox.py [--runs N] [--before CHECKOUT]
 """
 
 from __future__ import annotations
@@ -45,9 +47,24 @@ class Blob(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def large_workspace(repo: Path, files: int) -> Path:
+    """`repo` with an ignored node_modules shaped like a real one: packages of 10 directories, 6 files each."""
+    (repo / ".gitignore").write_text("node_modules/\n")
+    per_package = 60
+    for p in range(max(1, files // per_package)):
+        for sub in ("", "lib", "lib/util", "dist", "test", "src", "types", "esm", "cjs", "docs"):
+            d = repo / "node_modules" / f"pkg{p}" / sub
+            d.mkdir(parents=True, exist_ok=True)
+            for f in range(6):
+                (d / f"f{f}.js").touch()
+    return repo
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--before", type=Path, help="a checkout of the code to compare with (loaded through PYTHONPATH)")
+    ap.add_argument("--big-files", type=int, default=48_000, help="files in the large workspace's node_modules")
     args = ap.parse_args()
 
     from benchlib import git_repo, gtd_command, hermetic_env, interleaved, runner, table, timed
@@ -57,6 +74,7 @@ def main() -> None:
     os.environ.update({k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")})
     home = Path(env["HOME"])
     repo = git_repo(tmp / "repo", env)
+    big = large_workspace(git_repo(tmp / "big", env), args.big_files)
 
     from gtd.config.schema import GtdConfig, Level
     from gtd.providers.base import SandboxNeeds
@@ -91,7 +109,14 @@ def main() -> None:
         "cli readwrite": runner([*gtd, "sandbox", "run", "--level", "readwrite", "--", "true"], cwd=repo, env=env),
         # the same command through the typer command tree (what every invocation paid before the fast entry)
         "typer": runner([sys.executable, "-m", "gtd.cli.sandbox_cmd", "sandbox", "run", "--", "true"], cwd=repo, env=env),
-    }, runs, cpu=cpu)
+        "big": runner([*gtd, "sandbox", "run", "--", "true"], cwd=big, env=env),
+        "big readwrite": runner([*gtd, "sandbox", "run", "--level", "readwrite", "--", "true"], cwd=big, env=env),
+    } | ({} if args.before is None else {
+        f"{name} (before)": runner([*gtd, "sandbox", "run", *level, "--", "true"], cwd=where, env=env,
+                                   extra_env={"PYTHONPATH": str(args.before.resolve())})
+        for name, level, where in (("cli", [], repo), ("cli readwrite", ["--level", "readwrite"], repo),
+                                   ("big", [], big), ("big readwrite", ["--level", "readwrite"], big))
+    }), runs, cpu=cpu)
 
     url = f"http://127.0.0.1:{port}/blob"
     curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}", url]
@@ -119,6 +144,12 @@ def main() -> None:
         ("gtd sandbox run -- true", cpu_of("cli"), vs_bare("cli"), "<= +60 ms", cli_added <= 60),
         ("gtd sandbox run --level readwrite -- true", cpu_of("cli readwrite"), vs_bare("cli readwrite"), "(reported)", None),
         ("same through typer (no fast entry)", cpu_of("typer"), vs_bare("typer"), "(reported)", None),
+        (f"gtd sandbox run -- true, large workspace ({args.big_files} files)", cpu_of("big"), vs_bare("big"), "(reported)", None),
+        ("same, --level readwrite", cpu_of("big readwrite"), vs_bare("big readwrite"), "(reported)", None),
+        *[(f"{what} (--before)", cpu_of(f"{name} (before)"), vs_bare(f"{name} (before)"), "(reported)", None)
+          for name, what in (("cli", "gtd sandbox run -- true"), ("cli readwrite", "same, --level readwrite"),
+                             ("big", "large workspace"), ("big readwrite", "large workspace, --level readwrite"))
+          if args.before is not None],
         ("download via the sandbox's proxy", f"{mb / proxied:.0f} MB/s", f"{direct / proxied:.0%} of direct",
          ">= 80%", direct / proxied >= 0.8),
     ]

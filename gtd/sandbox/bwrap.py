@@ -79,6 +79,13 @@ class MountPlan:
     watched: list[tuple[Path, Path]] = field(default_factory=list)  # (missing protected path, first missing part)
     fds: list[int] = field(default_factory=list)  # for bwrap's --ro-bind-data: pass, then close()
     binds: list[tuple[Path, int, int]] = field(default_factory=list)  # writable root, st_dev, st_ino checked
+    bound_dirs: list[Path] = field(default_factory=list)  # the writable roots that are directories (resolved)
+
+    def writes_reach(self, workspace: Path) -> bool:
+        """Whether the command can create entries anywhere in `workspace`'s tree: a writable directory
+        bound inside it, or around it. A writable regular file cannot gain entries (a mount point cannot
+        be replaced), and everything else is mounted read-only: then no `.git` can be planted there."""
+        return any(_inside(d, workspace) or _inside(workspace, d) for d in self.bound_dirs)
 
     def verify(self, child_pid: int, skip=()) -> str | None:
         """None if every writable bind in the sandbox of `child_pid` (blocked before exec) is the
@@ -207,14 +214,15 @@ def unsafe_writable(path: Path, link: Path) -> SandboxUnavailable:
     )
 
 
-def _checked_inode(real: Path) -> tuple[int, int] | None:
-    """(st_dev, st_ino) of `real` (fully resolved), None if it is not a plain directory or file there."""
+def _checked_inode(real: Path) -> tuple[int, int, bool] | None:
+    """(st_dev, st_ino, whether it is a directory) of `real` (fully resolved), None if it is not a plain
+    directory or file there."""
     fd = _open_checked(real)
     if fd is None:
         return None
     try:
         st = os.fstat(fd)
-        return st.st_dev, st.st_ino
+        return st.st_dev, st.st_ino, not stat.S_ISREG(st.st_mode)
     finally:
         os.close(fd)
 
@@ -415,7 +423,10 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
             if _inside(root.spelled, policy.workspace):
                 raise unsafe_writable(root.spelled, root.spelled)
             continue
-        plan.binds.append((root.real, *inode))
+        dev, ino, is_dir = inode
+        plan.binds.append((root.real, dev, ino))
+        if is_dir:
+            plan.bound_dirs.append(root.real)
         add(root.real, 1, "--bind", str(root.real), str(root.real))
 
     seen_ancestors: set[Path] = set()

@@ -80,10 +80,15 @@ def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, bool]]:
         stack.extend(reversed(below))
 
 
-def planted(state: GitState, workspace: Path) -> list[Path]:
-    """Git metadata that exists now but did not when `state` was recorded (outermost paths only)."""
+def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list[Path]:
+    """Git metadata that exists now but did not when `state` was recorded (outermost paths only).
+
+    `walk_tree` False: no sandboxed command had a writable directory in or around the work tree (it was
+    mounted read-only, bar single files), so no `.git` can have appeared in it and the walk (the
+    larger part of a short command's cost in a work tree with node_modules or a venv) is skipped;
+    the git dirs themselves are still checked."""
     found: list[Path] = []
-    for dirpath, has_git in work_tree_dirs(workspace):
+    for dirpath, has_git in work_tree_dirs(workspace) if walk_tree else ():
         if has_git:
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:

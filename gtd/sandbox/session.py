@@ -100,6 +100,9 @@ class SandboxSession:
         self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
         self._tools = None  # the person's registry settings, secrets left out (registries.py)
+        # Whether some command could write into the work tree (a writable directory bound in or around
+        # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
+        self._tree_writable = False
         self.token = secrets.token_urlsafe(24)
         self.proxy_port = PROXY_PORT
 
@@ -198,7 +201,7 @@ class SandboxSession:
         from gtd import paths
         from gtd.sandbox.gitguard import planted, quarantine
 
-        found = planted(state, self.policy.workspace)
+        found = planted(state, self.policy.workspace, walk_tree=self._tree_writable)
         if not found:
             return
         into = paths.project_state_dir(self.policy.workspace) / "quarantine"
@@ -376,6 +379,8 @@ class SandboxSession:
 
             policy = dataclasses.replace(policy, writable=(*policy.writable, *self._caches.writable()))
         plan = render_mounts(policy)
+        if plan.writes_reach(policy.workspace):
+            self._tree_writable = True  # never reset: one such command is enough
         self._registry.add(self._created_files, placeholders=plan.placeholders, watched=plan.watched)
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
@@ -484,6 +489,7 @@ class SandboxSession:
         from gtd.sandbox.seatbelt import render_profile
 
         profile = render_profile(self.policy, proxy_port=self.proxy_port)
+        self._tree_writable = True  # the profile is not inspected here: walk the tree as before
         proc = subprocess.Popen(
             ["sandbox-exec", "-p", profile, *argv], cwd=cwd, env=self.environment(env),
             stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,

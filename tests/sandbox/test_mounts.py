@@ -83,6 +83,67 @@ def test_a_new_repository_planted_in_the_work_tree_is_quarantined_before_gtd_com
     assert "pkg/mod.py" in git("diff", "--cached", "--name-only", cwd=repo).stdout  # a file, not a gitlink
 
 
+# The walk for planted `.git` entries is skipped when no writable directory reaches the work tree
+# (issue 13); wherever one does, a plant at any depth is still found.
+DEEP_PLANTS = {
+    "repository": "mkdir -p {d}/a/b/c && cd {d}/a/b/c && git init -q",
+    "git file": "mkdir -p {d}/a/b && echo 'gitdir: /tmp/evil' > {d}/a/b/.git",
+    "git symlink": "mkdir -p {d}/a/b/c/d && ln -s /tmp {d}/a/b/c/d/.git",
+}
+
+
+@pytest.mark.parametrize("plant", list(DEEP_PLANTS))
+def test_a_git_entry_planted_deep_in_a_writable_dir_at_readonly_is_quarantined(sandbox, repo, plant):
+    (repo / "out").mkdir()
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["out"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    r = sh(s, f"echo code > {repo}/out/mod.py && " + DEEP_PLANTS[plant].format(d=repo / "out"), repo)
+    assert r.returncode == 0, r.err
+    planted = [p for p in (repo / "out/a/b/c/.git", repo / "out/a/b/.git", repo / "out/a/b/c/d/.git") if os.path.lexists(p)]
+    assert len(planted) == 1
+    s.close()
+    assert not os.path.lexists(planted[0])
+    assert (repo / "out/mod.py").read_text() == "code\n"
+    assert any(v.kind == "write" and "quarantined" in v.detail for v in s.violations), s.violations
+
+
+def test_a_writable_dir_outside_the_workspace_that_resolves_into_it_is_still_walked(sandbox, repo, home):
+    (repo / "vendor").mkdir()
+    (home / "ext").symlink_to(repo / "vendor")  # the person's own link: honoured, and resolved on the host
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["~/ext"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    sh(s, f"mkdir -p {home}/ext/x/y && cd {home}/ext/x/y && git init -q", repo)
+    assert (repo / "vendor/x/y/.git").is_dir()
+    s.close()
+    assert not (repo / "vendor/x/y/.git").exists()
+
+
+def test_which_mount_plans_let_a_command_write_into_the_work_tree(repo, home):
+    from gtd.sandbox.bwrap import render_mounts
+    from gtd.sandbox.policy import build_policy
+
+    def reaches(level, phase=None, writable=()):
+        config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": list(writable)}}}})
+        policy = build_policy(config, workspace=repo, level=level, phase=phase, home=home)
+        for w in policy.writable:  # what the session creates before rendering
+            if w.name == "TODO.md":
+                w.touch()
+        plan = render_mounts(policy)
+        plan.close()
+        return plan.writes_reach(policy.workspace)
+
+    (home / "cache").mkdir()
+    (repo / "notes.txt").write_text("n\n")
+    assert not reaches(Level.READONLY)
+    assert not reaches(Level.READONLY, Phase.PLAN)  # the phase file alone: a file gains no entries
+    assert not reaches(Level.READONLY, writable=["~/cache", "notes.txt"])
+    assert reaches(Level.READONLY, writable=["~/cache", "sub"]) is False  # `sub` is missing: not bound
+    (repo / "sub").mkdir()
+    assert reaches(Level.READONLY, writable=["sub"])
+    assert reaches(Level.READWRITE)
+    assert reaches(Level.READONLY, writable=[str(repo.parent)])  # a writable dir around the workspace
+
+
 def test_workflow_build_cannot_hide_its_files_or_history_from_gtd(repo, home, tmp_path):
     import json
 
