@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -103,7 +102,7 @@ class SandboxSession:
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
-        self.token = secrets.token_urlsafe(24)
+        self.token = _token()
         self.proxy_port = PROXY_PORT
 
     @property
@@ -443,8 +442,7 @@ class SandboxSession:
                 proc.wait()
                 # A relayed stdin has started flowing into the dead sandbox: starting again would lose it.
                 raise _NetworkSetupFailed(str(exc), retryable=relay.stdin is stdin) from exc
-            gateway = NamespaceGateway(sockets, self._proxy, self._names).start()
-            self._children.append((proc, gateway))
+            self._children.append((proc, _GatewayStarting(NamespaceGateway(sockets, self._proxy, self._names), proc)))
             if attaching is not None:
                 attaching.join()  # before the command runs, so everything it starts is counted
             os.write(block_w, b"1")  # let bwrap exec the command
@@ -498,12 +496,45 @@ class SandboxSession:
         return proc
 
 
-class _Background(threading.Thread):
-    """fn(*args) in a thread; join() returns once it is done (its errors are fn's own business)."""
+class _Background:
+    """fn(*args) on a new daemon thread, started without waiting for it to be scheduled (Thread.start
+    waits for that: a context switch, several ms on a busy machine, on every sandbox's start-up path);
+    join() returns once fn is done. `on_error` is called (on that thread) if fn raised."""
 
-    def __init__(self, fn, *args):
-        super().__init__(target=fn, args=args, daemon=True, name="gtd-sandbox-setup")
-        self.start()
+    def __init__(self, fn, *args, on_error: Callable[[BaseException], None] | None = None):
+        import _thread
+
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._fn, self._args, self._on_error = fn, args, on_error
+        _thread.start_new_thread(self._run, ())
+
+    def _run(self) -> None:
+        try:
+            self._fn(*self._args)
+        except BaseException as exc:  # noqa: BLE001 - fn's errors are its own business, or on_error's
+            if self._on_error is not None:
+                self._on_error(exc)
+        finally:
+            self._done.release()
+
+    def join(self, timeout: float = -1) -> None:
+        if self._done.acquire(timeout=timeout):
+            self._done.release()
+
+
+class _GatewayStarting:
+    """A NamespaceGateway whose threads are being started in the background (they need not be running
+    before the command starts: its connections wait in the listeners' backlog); close() waits for the
+    start to finish first. If the start fails, the sandbox is killed: nothing would answer it."""
+
+    def __init__(self, gateway, proc: subprocess.Popen):
+        self._gateway = gateway
+        self._starting = _Background(gateway.start, on_error=lambda exc: _kill_group(proc))
+
+    def close(self) -> None:
+        self._starting.join()
+        self._gateway.close()
 
 
 class _NetworkSetupFailed(Exception):
@@ -512,6 +543,14 @@ class _NetworkSetupFailed(Exception):
     def __init__(self, message: str, *, retryable: bool = True):
         super().__init__(message)
         self.retryable = retryable
+
+
+def _token() -> str:
+    """What secrets.token_urlsafe(24) returns (24 bytes of os.urandom, base64url without padding),
+    without importing `secrets` (hmac, hashlib and random: ~5 ms of every `gtd sandbox run`)."""
+    import base64
+
+    return base64.urlsafe_b64encode(os.urandom(24)).rstrip(b"=").decode("ascii")
 
 
 def open_sandbox(policy: SandboxPolicy, **kw) -> SandboxSession:
