@@ -20,6 +20,10 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "scripted": ("gtd.providers.scripted", "ScriptedProvider"),
 }
 AUTO_ORDER = ("claude", "opencode", "pi")
+# Each real CLI's executable (its class's `executable`): `auto` looks it up on PATH before importing the
+# provider's module, so a machine with one CLI, or none, does not import the other two (every
+# `gtd sandbox run` asks for the provider's needs: issue 13).
+EXECUTABLES = {"claude": "claude", "opencode": "opencode", "pi": "pi"}
 INSTALL_HINTS = {
     "claude": "npm install -g @anthropic-ai/claude-code (or scripts/install-agents)",
     "opencode": "npm install -g opencode-ai (or scripts/install-agents)",
@@ -49,7 +53,11 @@ def phase_models(config) -> dict[str, str | None]:
 def get_provider(name: str, config: GtdConfig) -> Provider:
     """The provider to run. A named real CLI that is not installed is an error, not a silent switch."""
     if name == "auto":
+        import shutil
+
         for candidate in AUTO_ORDER:
+            if shutil.which(EXECUTABLES[candidate]) is None:
+                continue  # what provider.is_installed() would say, without importing the provider
             try:
                 provider = _make(candidate, config)
             except ImportError:

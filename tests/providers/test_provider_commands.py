@@ -129,6 +129,13 @@ def _fake_cli(bin_dir, name, version):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+def test_auto_looks_up_each_cli_by_its_providers_own_executable():
+    from gtd.providers.registry import AUTO_ORDER, EXECUTABLES, _load
+
+    assert set(EXECUTABLES) == set(AUTO_ORDER)
+    assert {name: _load(name).executable for name in AUTO_ORDER} == EXECUTABLES
+
+
 def test_auto_picks_the_first_installed_and_report_lists_all(tmp_path, monkeypatch):
     _fake_cli(tmp_path / "bin", "pi", "0.73.1")
     _fake_cli(tmp_path / "bin", "opencode", "1.18.33")
