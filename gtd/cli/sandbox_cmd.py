@@ -59,9 +59,10 @@ def explain(
     ):
         items = data[key]
         write(f"{title}:{'' if items else ' (none)'}\n")
-        origins = (data.get("modelHostOrigins") or {}) if key == "modelHosts" else {}
+        origins = {"modelHosts": data.get("modelHostOrigins"), "envPassthrough": data.get("envOrigins")}.get(key) or {}
         for item in items:
             write(f"  {item}" + (f" (from {origins[item]})" if item in origins else "") + "\n")
+    _explain_credential_files(data, write)
     _explain_registries(policy, write)
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
@@ -77,6 +78,17 @@ def explain(
         how = limits["enforcedBy"][key]
         write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
     write(f"landlock: {data['landlock']}\n")
+
+
+def _explain_credential_files(data, write) -> None:
+    """A chosen cloud provider's credential files: bound read-only, or refused and why."""
+    if data["credentialFiles"]:
+        write("credential files (read-only, never writable):\n")
+    for item in data["credentialFiles"]:
+        via = f" -> {item['source']}" if item["source"] != item["path"] else ""
+        write(f"  {item['path']}{via} (from {item['origin']})\n")
+    for item in data["refusedCredentialFiles"]:
+        write(f"credential file NOT passed in: {item['path']} ({item['origin']}): {item['reason']}\n")
 
 
 def _explain_registries(policy, write) -> None:

@@ -52,6 +52,15 @@ class SandboxNeeds:
     writable_dirs: list[Path] = field(default_factory=list)  # state dirs: sessions, caches
     protected_paths: list[Path] = field(default_factory=list)  # its config/hook/plugin dirs: read-only
     env_passthrough: list[str] = field(default_factory=list)  # credential env var names let in
+    # A cloud model provider's (Bedrock, Vertex: providers/cloud_credentials.py) variables and files, with why.
+    env_origins: dict[str, str] = field(default_factory=dict)
+    credential_files: dict[Path, str] = field(default_factory=dict)  # readable, read-only, inside
+
+    def add_cloud(self, cloud) -> None:
+        """Let in a chosen cloud provider's credentials (a providers.cloud_credentials.CloudCredentials)."""
+        self.env_passthrough = list(dict.fromkeys([*self.env_passthrough, *cloud.env]))
+        self.env_origins.update(cloud.env)
+        self.credential_files.update(cloud.files)
 
 
 @dataclass

@@ -9,11 +9,13 @@ and watched for in the stream by the runner either way.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cloud_credentials
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import CLAUDE_EDIT_TOOLS, CLAUDE_INTERACTIVE, CLAUDE_TOOLS
@@ -36,12 +38,20 @@ class ClaudeProvider(Provider):
         self.config_dir = config_dir or agent_dir("claude")
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
-        return SandboxNeeds(
+        needs = SandboxNeeds(
             model_hosts=[host_port(anthropic_base_url() or ANTHROPIC_DEFAULT)],
             writable_dirs=[self.config_dir],
             protected_paths=[self.config_dir / name for name in PROTECTED_NAMES],
             env_passthrough=list(CREDENTIAL_ENV),
         )
+        cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: that cloud's hosts and credentials
+        if cloud is not None:
+            kind, why = cloud
+            for rule in claude_cloud_hosts(kind):
+                needs.model_hosts.append(rule)
+                needs.model_host_origins[rule] = why
+            needs.add_cloud(cloud_credentials(kind, why, Path(os.environ.get("HOME") or Path.home())))
+        return needs
 
     def prepare(self) -> None:
         """Write the config files the agent must not choose itself (before every run, on the host)."""

@@ -168,7 +168,7 @@ def provider_of(model: str | None) -> str | None:
 
 # -- hosts ----------------------------------------------------------------------------------------
 
-def _url_rule(url: str, environ: Mapping[str, str]) -> str | None:
+def url_rule(url: str, environ: Mapping[str, str]) -> str | None:
     """A baseURL's "host:port" ({env:NAME} filled in from the environment, as opencode does), or None."""
     from gtd.providers.endpoints import host_port
     from gtd.sandbox.domains import normalise_host, parse_rule, split_host_port, valid_host
@@ -186,7 +186,8 @@ def _url_rule(url: str, environ: Mapping[str, str]) -> str | None:
     return rule
 
 
-def _regional(provider: str, entry: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
+def regional_hosts(provider: str, entry: dict[str, Any], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Bedrock's runtime host in the region, or Vertex's hosts in the location (and Google's token host)."""
     options = entry.get("options") if isinstance(entry.get("options"), dict) else {}
     if provider == "amazon-bedrock":
         region = options.get("region") or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -212,13 +213,13 @@ def model_hosts(config: CliModelConfig, chosen: Iterable[tuple[str, str]],
             continue
         base = config.base_url(provider)
         if base is not None:
-            rule = _url_rule(base, environ)
+            rule = url_rule(base, environ)
             key = "options.baseURL" if config.cli == "opencode" else "baseUrl"
             hosts = [(rule, f"{config.cli} config {config.origins.get(provider)}: provider {provider} {key}")] \
                 if rule else []
         elif provider in REGIONAL:
             hosts = [(rule, f"{where}: {config.cli}'s {provider} provider") for rule in
-                     _regional(provider, config.providers.get(provider) or {}, environ)]
+                     regional_hosts(provider, config.providers.get(provider) or {}, environ)]
         else:
             hosts = [(rule, f"{where}: {config.cli}'s {provider} provider") for rule in KNOWN_HOSTS.get(provider, ())]
         for rule, origin in hosts:

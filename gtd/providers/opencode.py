@@ -22,6 +22,7 @@ from pathlib import Path
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, opencode_config, provider_of
+from gtd.providers.cloud_credentials import add_chosen_clouds
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, with_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -57,14 +58,15 @@ class OpencodeProvider(Provider):
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
         own = self.user_config(workspace)
-        extra = [h for h in model_hosts(own, chosen_models("opencode", own, self.models)) if h.rule not in hosts]
-        return SandboxNeeds(
+        chosen = chosen_models("opencode", own, self.models)
+        extra = [h for h in model_hosts(own, chosen) if h.rule not in hosts]
+        return add_chosen_clouds(SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts + [h.rule for h in extra])),
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.home / d for d in ("data", "state", "cache")],
             protected_paths=[self.home / "config", *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
-        )
+        ), chosen)
 
     def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
         """The whole opencode config for one run. `own`: the person's settings, whose definition of

@@ -17,6 +17,7 @@ from pathlib import Path
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, pi_config, provider_of
+from gtd.providers.cloud_credentials import add_chosen_clouds
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, strip_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -50,17 +51,18 @@ class PiProvider(Provider):
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
         own = self.user_config(workspace)
-        extra = [h for h in model_hosts(own, chosen_models("pi", own, self.models)) if h.rule not in hosts]
+        chosen = chosen_models("pi", own, self.models)
+        extra = [h for h in model_hosts(own, chosen) if h.rule not in hosts]
         hosts += [h.rule for h in extra]
         # Only the sessions dir is writable: the rest of the agent dir (settings, models, extensions,
         # AGENTS.md/SYSTEM.md) is outside every writable root, hence read-only, without placeholders.
-        return SandboxNeeds(
+        return add_chosen_clouds(SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts)),
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.sessions_dir],
             protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
-        )
+        ), chosen)
 
     @property
     def sessions_dir(self) -> Path:

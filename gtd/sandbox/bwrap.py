@@ -4,8 +4,9 @@ Mount order is the policy: the whole root read-only, a private /tmp, writable ro
 read-write, then every *ancestor* of a protected or hidden path inside a writable root bound onto
 itself (a mount point cannot be renamed or removed: EBUSY, so neither `mv .git .git2 && mkdir .git`
 nor `mv secrets s2 && cat s2/key` works), then protected paths read-only on top (deny beats allow;
-also stops hard links: EXDEV across mounts), and finally denied reads hidden (an empty tmpfs or
-/dev/null). A writable path configured *below* a hidden directory is bound again on top of it.
+also stops hard links: EXDEV across mounts), then denied reads hidden (an empty tmpfs or
+/dev/null), and last a chosen cloud provider's credential files bound read-only into them. A
+writable path configured *below* a hidden directory is bound again on top of it.
 
 Writable roots are checked after resolving them: a writable path inside the workspace that is or
 becomes a symlink is refused (SandboxUnavailable naming it). The inode each one resolved to is
@@ -489,6 +490,10 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
             tail.append(str(real))
         elif real.exists():
             add(real, 4, "--ro-bind", "/dev/null", str(real))
+    # A chosen cloud provider's credential files, resolved on the host (credential_files.py): read-only,
+    # on top of the hidden dir that holds them.
+    for cred in policy.credential_files:
+        add(cred.target, 5, "--ro-bind", str(cred.source), str(cred.target))
 
     # Deduplicate while keeping the first op per (path, kind).
     seen: set[tuple[str, ...]] = set()

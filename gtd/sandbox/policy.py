@@ -20,6 +20,7 @@ from gtd.config.defaults import DEFAULT_DENY_READ
 from gtd.config.levels import Level, Phase
 from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
+from gtd.sandbox.credential_files import CredentialFile, RefusedCredential, resolve_credential_files
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.limits import ResourceLimits
@@ -85,6 +86,11 @@ class SandboxPolicy:
     # inside, and the ports on which direct connections are caught and decided by the proxy's rules.
     host_loopback_ports: tuple[int, ...] = ()
     intercept_ports: tuple[int, ...] = ()
+    # A cloud model provider's credentials (credential_files.py): files bound read-only, those refused,
+    # and why each passed variable is passed.
+    credential_files: tuple[CredentialFile, ...] = ()
+    refused_credentials: tuple[RefusedCredential, ...] = ()
+    env_origins: tuple[tuple[str, str], ...] = ()
 
     @property
     def unrestricted(self) -> bool:
@@ -122,6 +128,11 @@ class SandboxPolicy:
             "allowDomains": list(self.allow_domains),
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
+            "envOrigins": dict(self.env_origins),
+            "credentialFiles": [{"path": str(c.target), "source": str(c.source), "origin": c.origin}
+                                for c in self.credential_files],
+            "refusedCredentialFiles": [{"path": str(r.path), "origin": r.origin, "reason": r.reason}
+                                       for r in self.refused_credentials],
             "registries": [{"host": r.rule, "tool": r.tool, "origin": r.origin} for r in self.registries],
             "registryCredentials": list(self.credential_hosts),
             "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
@@ -242,6 +253,9 @@ def build_policy(
     if not level.at_most(Level.READONLY):
         caches = policy_caches(home, workspace, tuple(deny_read) + tuple(protected))
 
+    credential_files, refused_credentials = resolve_credential_files(
+        needs.credential_files, workspace=workspace, deny_read=tuple(deny_read), writable=tuple(writable))
+
     registries: tuple[Registry, ...] = ()
     if not level.at_most(Level.READWRITE):
         registries = tuple(user_registries(home))
@@ -271,6 +285,9 @@ def build_policy(
         host_loopback_ports=tuple(sorted(({p for lv in below for p in levels.for_level(lv).host_loopback_ports}
                                           | set(loopback_ports(needs.model_hosts))) - {RESERVED_PORTS[0]})),
         intercept_ports=tuple(sorted(set(config.sandbox.intercept_ports) - set(RESERVED_PORTS))),
+        credential_files=tuple(credential_files),
+        refused_credentials=tuple(refused_credentials),
+        env_origins=tuple(needs.env_origins.items()),
     )
 
 

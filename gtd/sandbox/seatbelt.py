@@ -68,6 +68,12 @@ def render_profile(policy: SandboxPolicy, *, proxy_port: int) -> str:
         lines.append("(deny file-read*")
         lines += [f"  (subpath {_q(p)})" for p in deny_read]
         lines.append(")")
+    credentials = sorted({macos_path(p) for c in policy.credential_files for p in (c.target, c.source)})
+    if credentials:
+        lines += [";; a chosen cloud provider's credential files (credential_files.py): readable, never writable",
+                  "(allow file-read*"]
+        lines += [f"  (subpath {_q(p)})" for p in credentials]
+        lines.append(")")
     lines += ["", ";; writes: the level's writable roots and temporary directories"]
     lines.append("(allow file-write*")
     lines += [f"  (subpath {_q(p)})" for p in writable]
@@ -81,6 +87,8 @@ def render_profile(policy: SandboxPolicy, *, proxy_port: int) -> str:
         lines += [";; no renaming or removing their ancestors either", "(deny file-write-unlink file-write-create"]
         lines += [f"  (literal {_q(p)})" for p in sorted(ancestors)]
         lines.append(")")
+    if credentials:
+        lines += ["(deny file-write*"] + [f"  (subpath {_q(p)})" for p in credentials] + [")"]
     lines += [
         "",
         ";; network: only the session's filtering proxy",

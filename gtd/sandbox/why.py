@@ -39,6 +39,11 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
     level = policy.level.value
     if policy.unrestricted:
         return Verdict(target, True, f"level {level} runs without a sandbox")
+    credential = next((c for c in policy.credential_files if _under(path, (c.target, c.source))), None)
+    if credential is not None:
+        return Verdict(target, False, f"a credential file of the chosen model provider ({credential.origin}): "
+                       "readable inside the sandbox, never writable", str(credential.target),
+                       "edit it yourself, outside gtd")
     hidden = _under(path, policy.deny_read)
     writable = _under(path, policy.writable)
     if hidden is not None and writable is not None and hidden in writable.parents:

@@ -1,0 +1,95 @@
+"""A cloud model provider's credential files (providers/cloud_credentials.py), made readable -- and
+only readable -- inside the sandbox, although they live in hidden secret dirs (`~/.aws`, `~/.config/gcloud`).
+
+Each file is resolved on the host before anything is mounted, and never trusted from the workspace:
+
+- a path inside the workspace is not mounted (the workspace is visible as it is; a symlink there
+  is not followed to a secret);
+- the person's own symlinks outside the workspace are followed (dotfile managers), but a file that
+  resolves into the workspace or another writable path (the agent could swap it for a link between
+  the check and a later command's mount), or into another hidden path (`~/.aws/credentials ->
+  ~/.ssh/id_ed25519`), is refused; so is a path the person listed in denyReadPaths itself;
+- only a regular file is mounted (a directory only inside the hidden dir it belongs to, holding no
+  other hidden path: the SSO token cache), read-only, at the place the CLI
+  looks: the resolved directory that holds it plus its own name, so a hidden parent's empty tmpfs
+  gets just that entry.
+
+What was refused, and why, is shown by `gtd sandbox explain`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class CredentialFile:
+    target: Path  # where the CLI looks inside the sandbox
+    source: Path  # the resolved regular file (or directory) on the host, bound read-only at target
+    origin: str  # why it is readable (which provider, chosen where)
+
+
+@dataclass(frozen=True)
+class RefusedCredential:
+    path: Path
+    origin: str
+    reason: str
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, deny_read: tuple[Path, ...],
+                             writable: tuple[Path, ...] = ()) -> tuple[list[CredentialFile], list[RefusedCredential]]:
+    """The files of `wanted` (path -> why) that can be mounted read-only, and the refused ones with the
+    reason. Missing files are left out silently (the CLI then tries its next credential source)."""
+    root = os.path.realpath(workspace)
+    writable_real = [os.path.realpath(w) for w in writable]
+    hidden = {os.path.normpath(str(d)) for d in deny_read} | {os.path.realpath(d) for d in deny_read}
+    found: list[CredentialFile] = []
+    refused: list[RefusedCredential] = []
+    for spelled, origin in wanted.items():
+        path = Path(os.path.normpath(spelled if spelled.is_absolute() else workspace / spelled))
+        if _inside(str(path), str(workspace)) or _inside(str(path), root):
+            refused.append(RefusedCredential(path, origin, "inside the workspace: visible as it is there, not "
+                                                           "mounted (a symlink there is not followed)"))
+            continue
+        if not os.path.lexists(path):
+            continue
+        parent = os.path.realpath(path.parent)
+        target = Path(parent) / path.name
+        real = os.path.realpath(path)
+        if _inside(real, root) or _inside(parent, root):
+            refused.append(RefusedCredential(path, origin, "resolves into the workspace, which the agent can write"))
+            continue
+        inside_writable = next((w for w in writable_real if _inside(real, w) or _inside(parent, w)), None)
+        if inside_writable is not None:
+            refused.append(RefusedCredential(path, origin, f"inside the writable path {inside_writable}: the agent "
+                                                           f"could replace it"))
+            continue
+        if str(path) in hidden or str(target) in hidden or real in hidden:
+            refused.append(RefusedCredential(path, origin, "listed in denyReadPaths"))
+            continue
+        # Hidden dirs that hold the file as the CLI names it may hold it; a link out into another one may not.
+        holders = {h for h in hidden if _inside(str(path), h) or _inside(str(target), h)}
+        elsewhere = [h for h in hidden if _inside(real, h) and h not in holders]
+        if elsewhere:
+            refused.append(RefusedCredential(path, origin, f"resolves to {real}, inside {elsewhere[0]}, which "
+                                                           f"stays hidden"))
+            continue
+        try:
+            st = os.lstat(real)
+        except OSError:
+            continue
+        # A directory (the SSO token cache) only inside the hidden dir it belongs to, holding no other hidden path.
+        directory = stat.S_ISDIR(st.st_mode) and holders and not any(_inside(h, real) for h in hidden - holders)
+        if not (stat.S_ISREG(st.st_mode) or directory):
+            refused.append(RefusedCredential(path, origin, "not a regular file"))
+            continue
+        found.append(CredentialFile(target, Path(real), origin))
+    return found, refused
