@@ -73,8 +73,15 @@ def claude_cloud_hosts(kind: str, environ: Mapping[str, str] | None = None) -> t
         return (rule,) if rule else ()
     if kind == BEDROCK:
         return regional_hosts("amazon-bedrock", {}, environ)
-    region = environ.get("CLOUD_ML_REGION")
-    return regional_hosts("google-vertex", {"options": {"location": region}} if region else {}, environ)
+    # CLOUD_ML_REGION, and the region of each model claude is told to call elsewhere (VERTEX_REGION_CLAUDE_*).
+    regions = [r for r in (environ.get("CLOUD_ML_REGION"), *(v for k, v in sorted(environ.items())
+                                                             if k.startswith(VERTEX_ENV_PREFIX))) if r]
+    if not regions:
+        return regional_hosts("google-vertex", {}, environ)
+    hosts: dict[str, None] = {}
+    for region in regions:
+        hosts.update(dict.fromkeys(regional_hosts("google-vertex", {"options": {"location": region}}, environ)))
+    return tuple(hosts)
 
 
 def chosen_clouds(chosen: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

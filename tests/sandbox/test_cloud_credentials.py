@@ -73,6 +73,8 @@ def test_bedrock_credentials_are_readable_never_writable_and_the_rest_stays_hidd
                                                                                     aws_home, monkeypatch):
     if cli == "claude":
         monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    for key, value in VERTEX_ENV.items():  # Vertex's variables are not Bedrock's: they stay out
+        monkeypatch.setenv(key, value)
     needs = _provider(cli, aws_home, model).sandbox_needs(repo)
     assert "bedrock-runtime.eu-west-1.amazonaws.com:443" in needs.model_hosts
     s = sandbox(Level.READWRITE, needs=needs)
@@ -131,6 +133,7 @@ def test_vertex_credentials_named_outside_home_and_gcloud_adc_are_readable_only(
     for key, value in VERTEX_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(keys / "sa.json"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")  # Bedrock's: stays out
     if cli == "claude":
         monkeypatch.setenv("CLAUDE_CODE_USE_VERTEX", "1")
     needs = _provider(cli, home, model).sandbox_needs(repo)
@@ -253,3 +256,13 @@ def test_why_says_a_credential_file_is_readable_and_never_writable(repo, aws_hom
     assert not verdict.allowed and "readable inside the sandbox, never writable" in verdict.reason
     assert "Bedrock's AWS credentials, chosen by claude: CLAUDE_CODE_USE_BEDROCK=1" in verdict.reason
     assert "hidden" in why_path(policy, aws_home / ".aws/cli/cache/role.json").reason
+
+
+def test_claude_on_vertex_reaches_each_region_it_is_told_to_use(repo, home, monkeypatch):
+    _clear_cloud_env(monkeypatch)
+    monkeypatch.setenv("CLAUDE_CODE_USE_VERTEX", "1")
+    monkeypatch.setenv("CLOUD_ML_REGION", "global")
+    monkeypatch.setenv("VERTEX_REGION_CLAUDE_4_5_SONNET", "europe-west1")
+    hosts = ClaudeProvider(config_dir=home / ".gtd-claude").sandbox_needs(repo).model_hosts
+    assert hosts == ["api.anthropic.com:443", "aiplatform.googleapis.com:443", "oauth2.googleapis.com:443",
+                     "europe-west1-aiplatform.googleapis.com:443"]
