@@ -39,6 +39,7 @@ class GitState:
     dot_git: set[str] = field(default_factory=set)  # every `.git` entry in the work tree
     gitdirs: set[str] = field(default_factory=set)  # every known gitdir (repos, submodules, worktrees)
     present: set[str] = field(default_factory=set)  # PLANTABLE_IN_GITDIR entries that already existed
+    walked: bool = True  # the whole work tree was walked (False: only the workspace's own repository)
 
     def add_gitdir(self, gitdir: Path) -> list[Path]:
         """Record a gitdir; returns its plantable entries that exist now (to be mounted read-only).

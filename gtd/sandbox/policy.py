@@ -202,6 +202,32 @@ def gtd_install_paths() -> list[Path]:
     return [Path(os.path.realpath(sys.prefix)), Path(gtd.__file__).resolve().parent]
 
 
+def tree_may_be_writable(writable: list[Path], workspace: Path) -> bool:
+    """Whether a writable path may put a writable directory in or around the work tree: one that is,
+    by its spelling or resolved, the workspace, inside it or around it, unless it is an existing regular
+    file (a bound file gains no entries). A missing one may be created as a directory. When none can,
+    the work tree is not walked for nested repositories (issue 13: the walk is most of the start-up
+    cost in a work tree with node_modules or a venv): everything in it is mounted read-only. The
+    session refuses to start a command whose mounts turn out otherwise (SandboxSession._start_bwrap)."""
+    import stat
+
+    for w in writable:
+        if not any(_inside(p, workspace) or _inside(workspace, p) for p in (w, Path(os.path.realpath(w)))):
+            continue
+        try:
+            if stat.S_ISREG(os.lstat(w).st_mode):
+                continue
+        except OSError:
+            pass
+        return True
+    return False
+
+
+def _inside(path: Path, root: Path) -> bool:
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r if r.endswith("/") else r + "/")
+
+
 def build_policy(
     config: GtdConfig,
     *,
@@ -244,7 +270,8 @@ def build_policy(
         parse_rule(rule)  # fail early on a malformed rule, not inside the proxy
 
     git_state = GitState()
-    protected = repo_protected_paths(workspace, home, git_state) + home_protected_paths(home, workspace)
+    nested = tree_may_be_writable(writable, workspace)
+    protected = repo_protected_paths(workspace, home, git_state, nested=nested) + home_protected_paths(home, workspace)
     protected += [paths.user_config_dir(), paths.user_state_dir(), workspace / paths.PROJECT_CONFIG_NAME]
     protected += [res(p) for p in needs.protected_paths]
     protected += gtd_install_paths()

@@ -293,15 +293,20 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path],
     return found
 
 
-def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = None) -> list[Path]:
+def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = None, *, nested: bool = True) -> list[Path]:
     """Protected paths of the repository at `workspace` and every repository nested in it.
 
     `state` records the git metadata seen, the baseline `gitguard.planted` compares against.
+    `nested` False: the workspace's own repository only, without walking the work tree (for a policy
+    under which nothing in the work tree is writable: a nested repository there is read-only anyway);
+    `state.walked` says which.
     """
     state = state if state is not None else GitState()
+    state.walked = nested
     found: list[Path] = []
     seen: set[Path] = set()
-    for dirpath, has_git in work_tree_dirs(workspace):
+    tree = work_tree_dirs(workspace) if nested else [(str(workspace), os.path.lexists(workspace / ".git"))]
+    for dirpath, has_git in tree:
         if not has_git and dirpath != str(workspace):
             continue
         here = Path(dirpath)

@@ -379,6 +379,11 @@ class SandboxSession:
             policy = dataclasses.replace(policy, writable=(*policy.writable, *self._caches.writable()))
         plan = render_mounts(policy)
         if plan.writes_reach(policy.workspace):
+            if policy.git_state is not None and not policy.git_state.walked:
+                plan.close()
+                raise SandboxUnavailable(
+                    "a writable directory in the work tree appeared after the sandbox policy was built (its nested "
+                    "repositories were not checked): run the command again")
             self._tree_writable = True  # never reset: one such command is enough
         self._registry.add(self._created_files, placeholders=plan.placeholders, watched=plan.watched)
         info_r, info_w = os.pipe()

@@ -144,6 +144,51 @@ def test_which_mount_plans_let_a_command_write_into_the_work_tree(repo, home):
     assert reaches(Level.READONLY, writable=[str(repo.parent)])  # a writable dir around the workspace
 
 
+def _nested_repo(repo: Path) -> Path:
+    nested = repo / "vendor/lib"
+    nested.mkdir(parents=True)
+    git("init", "-q", cwd=nested)
+    return nested
+
+
+def test_at_readonly_the_work_tree_is_not_walked_and_a_nested_repository_stays_read_only(sandbox, repo):
+    nested = _nested_repo(repo)
+    s = sandbox(Level.READONLY)
+    assert s.policy.git_state.walked is False
+    assert not any(_is_under(p, nested) for p in s.policy.protected)  # not walked: read-only as all the tree
+    r = sh(s, "echo 'touch /tmp/pwned' > vendor/lib/.git/hooks/pre-commit; echo x >> vendor/lib/.git/config;"
+              " mkdir vendor/lib/sub", repo)
+    assert r.err.count("Read-only file system") == 3, r.err
+    assert not (nested / ".git/hooks/pre-commit").exists()
+
+
+def test_a_writable_dir_in_the_work_tree_walks_it_and_protects_nested_repositories(sandbox, repo):
+    nested = _nested_repo(repo)
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["vendor"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    assert s.policy.git_state.walked is True
+    r = sh(s, "echo 'touch /tmp/pwned' > vendor/lib/.git/hooks/pre-commit; echo ok > vendor/file", repo)
+    assert "Read-only file system" in r.err, r.err
+    assert not (nested / ".git/hooks/pre-commit").exists() and (repo / "vendor/file").read_text() == "ok\n"
+
+
+def test_a_writable_file_that_became_a_directory_after_the_policy_stops_the_sandbox(sandbox, repo):
+    _nested_repo(repo)
+    (repo / "out").write_text("a file\n")
+    config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["out"]}}}})
+    s = sandbox(Level.READONLY, config=config)
+    assert s.policy.git_state.walked is False
+    (repo / "out").unlink()
+    (repo / "out").mkdir()
+    with pytest.raises(SandboxUnavailable, match="appeared after the sandbox policy was built"):
+        sh(s, "git init -q out/x", repo)
+    assert not (repo / "out/x").exists()
+
+
+def _is_under(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
 def test_workflow_build_cannot_hide_its_files_or_history_from_gtd(repo, home, tmp_path):
     import json
 
