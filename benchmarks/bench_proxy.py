@@ -13,15 +13,22 @@ transfers ran back to back), with the lowest and highest round beside it.
    through the proxy port with CONNECT and through the transparent-interception path (a client that
    ignores proxy variables dials the address itself), against the same client run outside.
 
+With `--relay-from REV` the in-process half also runs CONNECT through a second proxy whose relay is
+gtd/sandbox/relay.py as it was at git revision REV, in the same rounds: a before/after on one machine
+state. With `--load N`, N busy loops (one process each) run for the whole measurement, so "under load"
+is the same load for every case; the load average is printed before and after either way.
+
 Target (issue 13): proxied throughput >= 80 % of direct. Nothing here asserts a time.
 
 Run: .venv/bin/python benchmarks/bench_proxy.py [--sizes 4,32,128] [--runs 7] [--connects 200] [--no-sandbox]
+         [--relay-from REV] [--load N]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import importlib.util
 import json
 import os
 import shutil
@@ -165,7 +172,18 @@ def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[s
     return rows
 
 
-def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int) -> list[tuple]:
+def relay_at(rev: str):
+    """gtd/sandbox/relay.py as it was at git revision `rev`, loaded as a module of its own."""
+    source = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "show", f"{rev}:gtd/sandbox/relay.py"],
+                            capture_output=True, text=True, check=True).stdout
+    spec = importlib.util.spec_from_loader(f"relay_{rev}", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"relay.py@{rev}", "exec"), module.__dict__)
+    return module
+
+
+def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int, relay_from: str | None) -> list[tuple]:
+    from gtd.sandbox import proxy as proxy_module
     from gtd.sandbox.domains import DomainRules
     from gtd.sandbox.proxy import FilteringProxy
 
@@ -176,6 +194,19 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
     proxy_url = f"http://gtd:{TOKEN}@127.0.0.1:{listener.getsockname()[1]}"
     modes = {"direct": ["--noproxy", "*"], "CONNECT": ["--proxytunnel", "--proxy", proxy_url],
              "plain HTTP proxy": ["--proxy", proxy_url]}
+    old_proxy = None
+    if relay_from:
+        # A second proxy on its own port whose connections are relayed by the old relay.py (the proxy module
+        # looks its pump up per connection, so the choice is made by the port the client connected to).
+        old = relay_at(relay_from)
+        old_proxy = FilteringProxy(rules, TOKEN)
+        old_listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        old_port = old_listener.getsockname()[1]
+        new_pump = proxy_module._pump
+        proxy_module._pump = lambda a, b, **kw: (old.pump if a.getsockname()[1] == old_port else new_pump)(a, b, **kw)
+        old_proxy.serve(old_listener)
+        modes[f"CONNECT, relay at {relay_from}"] = ["--proxytunnel", "--proxy",
+                                                    f"http://gtd:{TOKEN}@127.0.0.1:{old_port}"]
     cases = {f"{name} {mb}": (lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags))
              for mb in sizes for name, flags in modes.items()}
     samples = rounds(cases, runs)
@@ -185,7 +216,10 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
         "CONNECT": lambda: float(local([*probe_cmd, "connect", str(probe), str(connects), "127.0.0.1", proxy_url])),
     }, max(3, runs // 2))
     proxy.close()
-    return (throughput_rows(samples, sizes, "direct", ["CONNECT", "plain HTTP proxy"], "in process")
+    if old_proxy is not None:
+        old_proxy.close()
+        proxy_module._pump = new_pump
+    return (throughput_rows(samples, sizes, "direct", [name for name in modes if name != "direct"], "in process")
             + latency_rows(latency, "direct", ["CONNECT"], "in process"))
 
 
@@ -232,6 +266,13 @@ def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, connects: 
             + latency_rows(latency, "direct", ["CONNECT", "intercepted"], "sandbox"))
 
 
+def stop(processes: list[subprocess.Popen]) -> None:
+    while processes:
+        process = processes.pop()
+        process.kill()
+        process.wait()
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         serve(Path(sys.argv[2]))
@@ -241,11 +282,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7, help="rounds (each measures every case once)")
     ap.add_argument("--connects", type=int, default=200, help="fresh connections per set-up probe")
     ap.add_argument("--no-sandbox", action="store_true", help="skip the from-inside-bwrap half")
+    ap.add_argument("--relay-from", metavar="REV", help="also CONNECT through relay.py as of this git revision")
+    ap.add_argument("--load", type=int, default=0, metavar="N", help="run N busy loops during the measurement")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
     tmp = temp_dir("gtd-bench-proxy-")
     server = None
+    burners: list[subprocess.Popen] = []
     try:
         chunk = os.urandom(1024 * 1024)
         for mb in sizes:
@@ -253,15 +297,22 @@ def main() -> None:
                 for _ in range(mb):
                     f.write(chunk)
         server, files, probe = start_servers(tmp)
+        burners += [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
         started = time.perf_counter()
-        rows = in_process(files, probe, sizes, args.runs, args.connects)
+        load_before = os.getloadavg()[0]
+        rows = in_process(files, probe, sizes, args.runs, args.connects, args.relay_from)
         if not args.no_sandbox and shutil.which("bwrap"):
             rows += from_sandbox(files, probe, sizes, args.runs, args.connects)
+        load_after = os.getloadavg()[0]
+        stop(burners)
+        print(f"Load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end; {args.load} busy loops "
+              f"of this benchmark's own on {os.cpu_count()} cores")
         print(f"Proxy: downloads of {', '.join(map(str, sizes))} MB, median of {args.runs} rounds (each case once per "
               f"round, in turn); set-up: median of {args.connects} fresh connections per sample "
               f"({time.perf_counter() - started:.0f} s)")
         print(table(rows))
     finally:
+        stop(burners)
         if server is not None:
             server.stdin.close()
             server.kill()

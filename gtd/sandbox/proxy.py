@@ -20,7 +20,7 @@ from typing import Callable
 
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
-from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half: splice on Linux
+from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
