@@ -185,3 +185,22 @@ def test_a_slow_reader_gets_every_byte():
     relay_thread.join(10)
     assert not relay_thread.is_alive()
 
+
+
+def test_what_the_relay_writes_to_is_sent_without_waiting_for_acks():
+    """Both relayed sockets have Nagle's algorithm off once relaying starts: a message an endpoint writes
+    in two pieces must not wait in the proxy for the peer's delayed ACK (tens of ms per exchange)."""
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    relay_thread = threading.Thread(target=relay.pump, args=(proxy_in, proxy_out), daemon=True)
+    relay_thread.start()
+    client.sendall(b"ping")
+    assert server.recv(4, socket.MSG_WAITALL) == b"ping"
+    server.sendall(b"pong")
+    assert client.recv(4, socket.MSG_WAITALL) == b"pong"  # both directions are relaying now
+    for sock in (proxy_in, proxy_out):
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    client.close()
+    server.close()
+    relay_thread.join(10)
+    assert not relay_thread.is_alive()
