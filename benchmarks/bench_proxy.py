@@ -49,17 +49,19 @@ TARGET = 0.80
 TOKEN = "bench-token"
 REGISTRY = "registry.test"
 
-# Runs as `python -c PROBE <mode> <port> <count> [proxy url]` outside and inside the sandbox: the median
-# microseconds from connect() to the first byte of a fresh connection, `mode` direct|connect.
+# Runs as `python -c PROBE <mode> <port> <count> <host> [proxy url]` outside and inside the sandbox, `mode`
+# direct|connect, or direct-exchange|connect-exchange. Set-up: the median microseconds from connect() to
+# the first byte of a fresh connection, `count` connections. Exchange: on one connection, the median
+# microseconds of `count` request/response exchanges, each message written in two pieces by a client
+# and a server that both send at once (TCP_NODELAY), as TLS records or a request's head and body are.
 PROBE = r"""
 import base64, socket, statistics, sys, time, urllib.parse
 mode, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 host = sys.argv[4]
 proxy = urllib.parse.urlsplit(sys.argv[5]) if len(sys.argv) > 5 else None
-samples = []
-for _ in range(count):
-    t = time.perf_counter()
-    if mode == "connect":
+
+def open_connection():
+    if mode.startswith("connect"):
         s = socket.create_connection((proxy.hostname, proxy.port))
         auth = base64.b64encode(f"{proxy.username}:{proxy.password}".encode()).decode()
         s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode())
@@ -74,8 +76,26 @@ for _ in range(count):
     else:
         s = socket.create_connection((host, port))
         assert s.recv(1) == b"x"
-    samples.append((time.perf_counter() - t) * 1e6)
+    return s
+
+samples = []
+if mode.endswith("exchange"):
+    s = open_connection()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for _ in range(count):
+        t = time.perf_counter()
+        s.sendall(b"q" * 100)
+        time.sleep(0.0002)
+        s.sendall(b"q" * 100)
+        assert s.recv(200, socket.MSG_WAITALL) == b"a" * 200
+        samples.append((time.perf_counter() - t) * 1e6)
     s.close()
+else:
+    for _ in range(count):
+        t = time.perf_counter()
+        s = open_connection()
+        samples.append((time.perf_counter() - t) * 1e6)
+        s.close()
 print(statistics.median(samples))
 """
 
@@ -109,8 +129,13 @@ def serve(directory: Path) -> None:
             threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
     def one_byte(conn: socket.socket) -> None:
+        """One byte, then answers each 200-byte message with 200 bytes written in two pieces, until EOF."""
         with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.sendall(b"x")
+            while len(conn.recv(200, socket.MSG_WAITALL)) == 200:
+                conn.sendall(b"a" * 100)
+                conn.sendall(b"a" * 100)
 
     threading.Thread(target=accept, args=(files, send_file), daemon=True).start()
     threading.Thread(target=accept, args=(probe, one_byte), daemon=True).start()
@@ -163,12 +188,13 @@ def throughput_rows(samples: dict[str, list[float]], sizes: list[int], baseline:
     return rows
 
 
-def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[str], label: str) -> list[tuple]:
+def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[str], label: str,
+                 what: str = "set-up") -> list[tuple]:
     base = statistics.median(samples[baseline])
-    rows = [(f"{label}: set-up, {baseline}", f"{base:.0f} us", "1.00x", "", None)]
+    rows = [(f"{label}: {what}, {baseline}", f"{base:.0f} us", "1.00x", "", None)]
     for name in proxied:
         value = statistics.median(samples[name])
-        rows.append((f"{label}: set-up, {name}", f"{value:.0f} us", f"+{value - base:.0f} us", "(reported)", None))
+        rows.append((f"{label}: {what}, {name}", f"{value:.0f} us", f"+{value - base:.0f} us", "(reported)", None))
     return rows
 
 
@@ -205,22 +231,36 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
         new_pump = proxy_module._pump
         proxy_module._pump = lambda a, b, **kw: (old.pump if a.getsockname()[1] == old_port else new_pump)(a, b, **kw)
         old_proxy.serve(old_listener)
-        modes[f"CONNECT, relay at {relay_from}"] = ["--proxytunnel", "--proxy",
-                                                    f"http://gtd:{TOKEN}@127.0.0.1:{old_port}"]
+        old_url = f"http://gtd:{TOKEN}@127.0.0.1:{old_port}"
+        modes[f"CONNECT, relay at {relay_from}"] = ["--proxytunnel", "--proxy", old_url]
+    probe_cmd = [sys.executable, "-c", PROBE]
+
+    def old_latency(mode: str, count: int) -> dict:
+        if not relay_from:
+            return {}
+        return {f"CONNECT, relay at {relay_from}": lambda: float(local([*probe_cmd, mode, str(probe), str(count), "127.0.0.1",
+                                                                        old_url]))}
     cases = {f"{name} {mb}": (lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags))
              for mb in sizes for name, flags in modes.items()}
     samples = rounds(cases, runs)
-    probe_cmd = [sys.executable, "-c", PROBE]
     latency = rounds({
         "direct": lambda: float(local([*probe_cmd, "direct", str(probe), str(connects), "127.0.0.1"])),
         "CONNECT": lambda: float(local([*probe_cmd, "connect", str(probe), str(connects), "127.0.0.1", proxy_url])),
+        **old_latency("connect", connects),
+    }, max(3, runs // 2))
+    exchanges = str(max(20, connects // 4))
+    exchange = rounds({
+        "direct": lambda: float(local([*probe_cmd, "direct-exchange", str(probe), exchanges, "127.0.0.1"])),
+        "CONNECT": lambda: float(local([*probe_cmd, "connect-exchange", str(probe), exchanges, "127.0.0.1", proxy_url])),
+        **old_latency("connect-exchange", int(exchanges)),
     }, max(3, runs // 2))
     proxy.close()
     if old_proxy is not None:
         old_proxy.close()
         proxy_module._pump = new_pump
     return (throughput_rows(samples, sizes, "direct", [name for name in modes if name != "direct"], "in process")
-            + latency_rows(latency, "direct", ["CONNECT"], "in process"))
+            + latency_rows(latency, "direct", [name for name in latency if name != "direct"], "in process")
+            + latency_rows(exchange, "direct", [name for name in exchange if name != "direct"], "in process", "exchange"))
 
 
 def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, connects: int) -> list[tuple]:
@@ -258,12 +298,19 @@ def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, connects: 
             "CONNECT": lambda: float(inside([*probe_cmd, "connect", str(probe), str(connects), REGISTRY, proxy_url])),
             "intercepted": lambda: float(inside([*probe_cmd, "direct", str(probe), str(connects), REGISTRY])),
         }, max(3, runs // 2))
+        exchanges = str(max(20, connects // 4))
+        exchange = rounds({
+            "direct": lambda: float(local([*probe_cmd, "direct-exchange", str(probe), exchanges, "127.0.0.1"])),
+            "CONNECT": lambda: float(inside([*probe_cmd, "connect-exchange", str(probe), exchanges, REGISTRY, proxy_url])),
+            "intercepted": lambda: float(inside([*probe_cmd, "direct-exchange", str(probe), exchanges, REGISTRY])),
+        }, max(3, runs // 2))
     finally:
         session.close()
         cleanup(home)
         cleanup(workspace)
     return (throughput_rows(samples, sizes, "direct", ["CONNECT", "intercepted"], "sandbox")
-            + latency_rows(latency, "direct", ["CONNECT", "intercepted"], "sandbox"))
+            + latency_rows(latency, "direct", ["CONNECT", "intercepted"], "sandbox")
+            + latency_rows(exchange, "direct", ["CONNECT", "intercepted"], "sandbox", "exchange"))
 
 
 def stop(processes: list[subprocess.Popen]) -> None:

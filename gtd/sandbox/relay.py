@@ -2,9 +2,10 @@
 
 Each direction is a blocking recv_into / sendall loop on its own thread (both release the GIL while
 the kernel copies). The buffer starts small (64 KiB: a conversation's messages, the upload side of a
-download) and grows 4x, up to 4 MiB, whenever a read fills it, so a bulk transfer crosses the proxy in
-few large reads and writes: fewer system calls and far fewer wake-ups of the proxy, the server and the
-client, which is what a busy 2-core machine makes expensive.
+download) and the first read that fills it switches the direction to a 4 MiB buffer, so a bulk transfer
+crosses the proxy in few large reads and writes: fewer system calls and far fewer wake-ups of the proxy,
+the server and the client, which is what a busy 2-core machine makes expensive. (Growing 4x at a time
+left a 4 MB download at ~60-70 % of direct; switching at once, ~80-95 %, in the same runs.)
 
 Why not splice(2) (what gtd used before): splice moves no bytes in the proxy, but passes the sender's
 page layout on (a sendfile server's skbs of 4 KiB page-cache fragments), and the client then paid for
@@ -27,9 +28,8 @@ import _thread
 import socket
 import threading
 
-MIN_BUFSIZE = 64 * 1024  # a direction's first buffer
-MAX_BUFSIZE = 4 * 1024 * 1024  # what a bulk direction grows to (memory per relayed direction at most)
-GROWTH = 4
+SMALL_BUFSIZE = 64 * 1024  # a direction's first buffer
+BULK_BUFSIZE = 4 * 1024 * 1024  # once a read filled the small one (memory per relayed direction at most)
 
 
 def spawn(fn, *args) -> None:
@@ -80,14 +80,12 @@ def copy(src: socket.socket, dst: socket.socket) -> None:
         src.settimeout(None)  # blocking: a socket dialled with a timeout is non-blocking underneath
         dst.settimeout(None)
         _send_at_once(dst)
-        size = MIN_BUFSIZE
-        buf = bytearray(size)
+        buf = bytearray(SMALL_BUFSIZE)
         view = memoryview(buf)
         while n := src.recv_into(buf):
             dst.sendall(view[:n])
-            if n == size and size < MAX_BUFSIZE:  # a full read: more is queued, read more per call
-                size = min(MAX_BUFSIZE, size * GROWTH)
-                buf = bytearray(size)
+            if n == SMALL_BUFSIZE and len(buf) == SMALL_BUFSIZE:  # a full read: bulk data is queued
+                buf = bytearray(BULK_BUFSIZE)
                 view = memoryview(buf)
     except OSError:
         pass

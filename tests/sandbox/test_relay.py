@@ -135,7 +135,7 @@ def test_a_half_close_from_the_server_is_passed_on():
 
 
 def test_large_transfers_both_ways_at_once_arrive_byte_exact():
-    """Bulk data in both directions at the same time (each direction's buffer grows to its largest):
+    """Bulk data in both directions at the same time (each direction switches to its bulk buffer):
     both arrive whole and in order."""
     client, proxy_in = _connected_pair()
     proxy_out, server = _connected_pair()
