@@ -236,7 +236,10 @@ def build_policy(
     level: Level | None = None,
     needs: SandboxNeeds | None = None,
     home: Path | None = None,
+    extra_writable: tuple[Path, ...] | list[Path] = (),
 ) -> SandboxPolicy:
+    """The policy for `level` (or the phase's). `extra_writable`: paths approved "once" for this phase, as
+    they are (already resolved), part of the writable set before the work tree's walk is decided."""
     needs = needs or SandboxNeeds()
     home = Path(home or os.environ.get("HOME") or Path.home())
     workspace = Path(os.path.realpath(workspace))
@@ -269,6 +272,7 @@ def build_policy(
     for rule in (*allow, *deny, *needs.model_hosts):
         parse_rule(rule)  # fail early on a malformed rule, not inside the proxy
 
+    writable += list(extra_writable)
     git_state = GitState()
     nested = tree_may_be_writable(writable, workspace)
     protected = repo_protected_paths(workspace, home, git_state, nested=nested) + home_protected_paths(home, workspace)

@@ -63,11 +63,11 @@ class PhaseAgent:
         return self.ctx.level_for(self.phase)
 
     def policy(self) -> SandboxPolicy:
+        # Paths approved "once" go in before the policy decides whether the work tree must be walked.
         policy = build_policy(self.ctx.config, workspace=self.ctx.repo, phase=self.phase, level=self.level,
-                              needs=self.ctx.provider.sandbox_needs(self.ctx.repo))
-        if self.once_writable or self.once_domains:
-            policy = dataclasses.replace(policy, writable=tuple(policy.writable) + tuple(self.once_writable),
-                                         allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
+                              needs=self.ctx.provider.sandbox_needs(self.ctx.repo), extra_writable=tuple(self.once_writable))
+        if self.once_domains:
+            policy = dataclasses.replace(policy, allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
         return policy
 
     def _open(self, policy: SandboxPolicy) -> SandboxSession:

@@ -185,6 +185,15 @@ def test_a_writable_file_that_became_a_directory_after_the_policy_stops_the_sand
     assert not (repo / "out/x").exists()
 
 
+def test_a_path_approved_once_counts_before_the_walk_is_decided(repo, home):
+    from gtd.sandbox.policy import build_policy
+
+    (repo / "notes").mkdir()
+    assert build_policy(GtdConfig(), workspace=repo, level=Level.READONLY, home=home).git_state.walked is False
+    policy = build_policy(GtdConfig(), workspace=repo, level=Level.READONLY, home=home, extra_writable=[repo / "notes"])
+    assert policy.git_state.walked is True and repo / "notes" in policy.writable
+
+
 def _is_under(p: Path, root: Path) -> bool:
     return p == root or root in p.parents
 
