@@ -8,7 +8,9 @@ transfers ran back to back), with the lowest and highest round beside it.
 1. In process (the proxy as a sandbox session runs it, without the sandbox): curl fetches each size
    directly, through a CONNECT tunnel (what every HTTPS client uses) and as a plain-HTTP proxy request.
    Set-up latency: a fresh connection that receives one byte, direct vs. through CONNECT (parse,
-   token, policy decision, dial and relay start included).
+   token, policy decision, dial and relay start included). CPU: what the file server, this process
+   (the proxy) and curl spent per download, median; steadier than wall time on a busy machine, and
+   what a fully loaded machine's throughput follows.
 2. From inside a real sandbox (bwrap, empty network namespace): the same downloads and set-up probes
    through the proxy port with CONNECT and through the transparent-interception path (a client that
    ignores proxy variables dials the address itself), against the same client run outside.
@@ -31,6 +33,7 @@ import base64
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -162,14 +165,44 @@ def local(argv: list[str]) -> str:
 
 
 def rounds(cases: dict[str, callable], runs: int) -> dict[str, list[float]]:
-    """Each case once per round, in turn; one warm-up round first."""
+    """Each case once per round, in turn, every other round in reverse order (no case always runs first or
+    right after another); one warm-up round first."""
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for n in range(runs + 1):
-        for name, fn in cases.items():
+        for name, fn in (cases.items() if n % 2 else reversed(cases.items())):
             value = fn()
             if n:
                 samples[name].append(value)
     return samples
+
+
+def cpu_seconds(server_pid: int) -> float:
+    """CPU time so far of the file server, this process (the proxy's threads) and its reaped children (curl)."""
+    fields = Path(f"/proc/{server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + time.process_time()
+            + children.ru_utime + children.ru_stime)
+
+
+def with_cpu(fn: callable, server_pid: int, into: list[float]) -> callable:
+    """fn, with the CPU that server, proxy and client spent during each call appended to `into`."""
+    def measured() -> float:
+        before = cpu_seconds(server_pid)
+        value = fn()
+        into.append(cpu_seconds(server_pid) - before)
+        return value
+    return measured
+
+
+def cpu_rows(cpu: dict[str, list[float]], sizes: list[int], proxied: list[str], label: str) -> list[tuple]:
+    rows = []
+    for mb in sizes:
+        base = statistics.median(cpu[f"direct {mb}"]) * 1000
+        rows.append((f"{label}: CPU, direct, {mb} MB", f"{base:.0f} ms", "1.00x", "", None))
+        for name in proxied:
+            value = statistics.median(cpu[f"{name} {mb}"]) * 1000
+            rows.append((f"{label}: CPU, {name}, {mb} MB", f"{value:.0f} ms", f"{value / base:.2f}x", "(reported)", None))
+    return rows
 
 
 def throughput_rows(samples: dict[str, list[float]], sizes: list[int], baseline: str, proxied: list[str],
@@ -208,7 +241,8 @@ def relay_at(rev: str):
     return module
 
 
-def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int, relay_from: str | None) -> list[tuple]:
+def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int, relay_from: str | None,
+               server_pid: int) -> list[tuple]:
     from gtd.sandbox import proxy as proxy_module
     from gtd.sandbox.domains import DomainRules
     from gtd.sandbox.proxy import FilteringProxy
@@ -240,7 +274,9 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
             return {}
         return {f"CONNECT, relay at {relay_from}": lambda: float(local([*probe_cmd, mode, str(probe), str(count), "127.0.0.1",
                                                                         old_url]))}
-    cases = {f"{name} {mb}": (lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags))
+    cpu: dict[str, list[float]] = {f"{name} {mb}": [] for mb in sizes for name in modes}
+    cases = {f"{name} {mb}": with_cpu(lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags),
+                                      server_pid, cpu[f"{name} {mb}"])
              for mb in sizes for name, flags in modes.items()}
     samples = rounds(cases, runs)
     latency = rounds({
@@ -259,6 +295,7 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
         old_proxy.close()
         proxy_module._pump = new_pump
     return (throughput_rows(samples, sizes, "direct", [name for name in modes if name != "direct"], "in process")
+            + cpu_rows(cpu, sizes, [name for name in modes if name != "direct"], "in process")
             + latency_rows(latency, "direct", [name for name in latency if name != "direct"], "in process")
             + latency_rows(exchange, "direct", [name for name in exchange if name != "direct"], "in process", "exchange"))
 
@@ -347,7 +384,7 @@ def main() -> None:
         burners += [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
         started = time.perf_counter()
         load_before = os.getloadavg()[0]
-        rows = in_process(files, probe, sizes, args.runs, args.connects, args.relay_from)
+        rows = in_process(files, probe, sizes, args.runs, args.connects, args.relay_from, server.pid)
         if not args.no_sandbox and shutil.which("bwrap"):
             rows += from_sandbox(files, probe, sizes, args.runs, args.connects)
         load_after = os.getloadavg()[0]
