@@ -57,7 +57,9 @@ class AuditLog:
     def record(self, event: str, **fields: Any) -> dict:
         entry = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event,
                  **redact({k: v for k, v in fields.items() if v is not None})}
-        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        # A lone surrogate (a file name that is not UTF-8, as os and git read it) becomes the JSON
+        # escape \udcXX: the line stays valid UTF-8 and reads back as the same name.
+        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -21,9 +21,11 @@ import re
 import sys
 from typing import Any, Iterable
 
-# C0 (but \t and \n), DEL, C1, and the Unicode bidi/direction controls (Trojan-Source style reordering).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 (but \t and \n), DEL, C1, the Unicode bidi/direction controls (Trojan-Source style reordering),
+# and lone surrogates: a name that is not UTF-8, as Python reads it (surrogateescape), which printing
+# would turn back into its raw bytes (0x9b is CSI on an 8-bit terminal) or into an encoding error.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match) -> str:

@@ -23,9 +23,15 @@ FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhos
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
+# git's output holds file names and messages as bytes: one that is not UTF-8 (the agent can name a file
+# so) is read as the file system reads it (lone surrogates, surrogateescape), so it is no crash, still
+# names the same file when handed back to git, and terminal_text shows its bytes instead of writing them.
+OUTPUT = {"encoding": "utf-8", "errors": "surrogateescape"}
+
+
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
-        ["git", *NO_HOOKS, *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **(env or {})}
+        ["git", *NO_HOOKS, *args], cwd=repo, capture_output=True, **OUTPUT, env={**os.environ, **(env or {})}
     )
     if check and result.returncode != 0:
         raise GtdError(f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
@@ -208,7 +214,7 @@ def _commit_summary(repo: Path, sha: str) -> tuple[str, tuple[str, ...]] | None:
 def _history(repo: Path, *args: str) -> str:
     """`git log ARGS` output; empty on an unborn branch (asked only when the log failed: one git run
     in the usual case, `gtd status` runs this on every call)."""
-    result = subprocess.run(["git", *NO_HOOKS, "log", *args], cwd=repo, capture_output=True, text=True)
+    result = subprocess.run(["git", *NO_HOOKS, "log", *args], cwd=repo, capture_output=True, **OUTPUT)
     if result.returncode == 0:
         return result.stdout
     if not has_commits(repo):

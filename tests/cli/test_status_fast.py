@@ -122,6 +122,22 @@ def test_status_text_and_json_are_the_typer_commands(repo, state):
     assert len(text.stdout.splitlines()) == 3 + bool(result["commit"]) + bool(result["pending_edits"])
 
 
+def test_a_file_name_that_is_not_utf8_is_listed_escaped_not_a_crash(repo):
+    """The agent can leave a file whose name is not UTF-8 (byte 0x9b is CSI on an 8-bit terminal):
+    `gtd status` lists it with its bytes made visible, on both paths, instead of a traceback."""
+    _plan_to_build(repo)
+    name = b"ctl\x9b31m\xff.txt"
+    os.close(os.open(os.fsencode(repo) + b"/" + name, os.O_CREAT | os.O_WRONLY, 0o644))
+    runs = [subprocess.run([sys.executable, "-c", code, "status", *json_flag], cwd=repo, capture_output=True,
+                           stdin=subprocess.DEVNULL) for code in (FAST, FULL) for json_flag in ((), ("--json",))]
+    for run in runs:
+        assert run.returncode == 0, run.stderr.decode(errors="replace")
+        assert b"\x9b" not in run.stdout and b"\xff" not in run.stdout and b"Traceback" not in run.stderr
+    assert runs[0].stdout == runs[2].stdout and runs[1].stdout == runs[3].stdout
+    assert b"ctl\\udc9b31m\\udcff.txt" in runs[0].stdout
+    assert json.loads(runs[1].stdout)["pending_edits"]
+
+
 def test_directory_options_and_errors_are_the_typer_commands(repo, tmp_path):
     _plan_to_build(repo)
     inner = repo / "sub"

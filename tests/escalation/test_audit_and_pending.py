@@ -38,6 +38,19 @@ def test_audit_log_appends_and_keeps_earlier_entries(repo):
     assert "skipped" not in entries[0] and entries[0]["time"].endswith("+00:00")
 
 
+def test_a_path_that_is_not_utf8_is_recorded_not_a_crash(repo):
+    """A file name the agent made that is not UTF-8 (read by os/git as lone surrogates, e.g. a planted
+    git dir gtd quarantines) is written as a JSON escape and read back as the same name."""
+    name = os.fsdecode(b"sub\x9b31m\xff/.git")
+    log = AuditLog(repo)
+    log.record("quarantine", path=name)
+    line = log.path.read_bytes()
+    assert b"\x9b" not in line and line.decode("utf-8")  # valid UTF-8, no raw control byte
+    assert AuditLog(repo).read()[-1]["path"] == name
+    shown = run_gtd("audit", cwd=repo)
+    assert shown.returncode == 0 and "sub\\udc9b31m\\udcff/.git" in shown.stdout, shown.stderr
+
+
 def test_secrets_are_redacted_before_they_are_written(repo):
     log = AuditLog(repo)
     log.record("violation", detail="curl -H 'Authorization: Bearer abcdef0123456789' "

@@ -19,6 +19,9 @@ def test_controls_become_visible_and_layout_characters_stay():
     assert visible("line 1\n\tline 2") == "line 1\n\tline 2"
     assert visible("line 1\n\tline 2", one_line=True) == "line 1\\n\\tline 2"
     assert visible("naïve ✓ 日本") == "naïve ✓ 日本"
+    # A file name that is not UTF-8 reaches gtd with its bytes as lone surrogates (surrogateescape):
+    # written back out they would be the raw bytes again (0x9b is CSI on an 8-bit terminal).
+    assert visible(b"a\x9b31m\xff".decode("utf-8", "surrogateescape")) == "a\\udc9b31m\\udcff"
 
 
 def test_markup_is_shown_as_text():
