@@ -108,7 +108,7 @@ def run_context(options: RunOptions):
     escalator.screen = progress  # the live view steps aside while a question is on screen
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
-    audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.config.provider, interactive=interactive)
+    audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.values["provider"], interactive=interactive)
     return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
                       escalator=escalator, audit=audit,
                       progress=progress, reload_config=lambda: load(options),

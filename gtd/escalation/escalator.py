@@ -14,22 +14,25 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
-from filelock import FileLock
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from gtd import workspace_files
 from gtd.audit import AuditLog
-from gtd.config.schema import Level, Phase
-from gtd.config.writer import append_unique, edit_config_file, set_key
+from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
-from gtd.escalation import prompt
+from gtd.escalation.decision import Decision
 from gtd.escalation.pending import PendingStore
-from gtd.escalation.prompt import Decision, PromptInput
-from gtd.escalation.request import EscalationRequest, Scope
-from gtd.escalation.trust import TrustStore, entry
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
-from gtd.terminal_text import SafeConsole, markup
+from gtd.terminal_text import markup
+
+# What only an escalation needs (pydantic's request model, the config writer, filelock, rich's prompt) is
+# imported when one happens: every phase would pay ~100 ms for them (issue 13).
+if TYPE_CHECKING:
+    from filelock import FileLock
+    from rich.console import Console
+
+    from gtd.escalation.prompt import PromptInput
+    from gtd.escalation.request import EscalationRequest, Scope
 
 __all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_error_domains", "save_rule",
            "saved_rule_scope"]
@@ -77,6 +80,9 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
     stays trusted. The whole sequence runs under one lock per file, so concurrent approvals from
     several processes neither lose a rule, nor leave a trusted file untrusted, nor collide in git."""
     rule = request.rule(scope, repo_root)
+    from gtd.config.writer import append_unique, edit_config_file, set_key
+    from gtd.escalation.trust import TrustStore, entry
+
     path = repo_root / PROJECT_CONFIG_NAME if scope == "project" else user_config_file()
 
     def mutate(document):
@@ -99,6 +105,8 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
 
 
 def _approval_lock(path: Path) -> FileLock:
+    from filelock import FileLock
+
     directory = locks_dir()
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
@@ -183,7 +191,11 @@ class Escalator:
         self.interactive = interactive
         self.audit = audit
         self.phase = phase
-        self.console = console or SafeConsole(stderr=True, highlight=False)
+        if console is None:
+            from gtd.terminal_text import SafeConsole
+
+            console = SafeConsole(stderr=True, highlight=False)
+        self.console = console
         self.prompt_input = prompt_input
         # What is running now ("test command `npm test`", "Bash call: npm install"), set by the phase so a
         # connection the proxy holds can say why it was opened. Plain attribute: one atomic assignment.
@@ -230,6 +242,8 @@ class Escalator:
             self.audit.record("escalation_decision", id=request.id, target=request.target,
                               decision=Decision.DENY.value, decided_by=BY_HEADLESS, pending=True)
             return Decision.DENY
+        from gtd.escalation import prompt
+
         clock, screen = self.clock, self.screen
         with clock.person_waiting() if clock is not None else contextlib.nullcontext(), \
                 screen.paused() if screen is not None else contextlib.nullcontext():
@@ -259,6 +273,8 @@ class Escalator:
 
     def network_decider(self, connection) -> bool:
         """For the proxy: asked (on a proxy thread, the connection held) about a host no rule decides."""
+        from gtd.escalation.request import EscalationRequest
+
         host = f"[{connection.host}]" if ":" in connection.host else connection.host
         request = EscalationRequest.create(kind="domain", target=f"{host}:{connection.port}", phase=self.phase,
                                            level=connection.level,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from filelock import FileLock
-
-from gtd.config.writer import atomic_write
 from gtd.errors import GtdError
-from gtd.escalation.request import EscalationRequest
 from gtd.paths import project_state_dir
+
+if TYPE_CHECKING:  # imported when a request is stored or read: every phase creates a PendingStore
+    from filelock import FileLock
+
+    from gtd.escalation.request import EscalationRequest
 
 PENDING_FILE = "pending.json"
 
@@ -24,10 +26,14 @@ class PendingStore:
         self._lock_path = directory / f"{PENDING_FILE}.lock"
 
     def _lock(self) -> FileLock:
+        from filelock import FileLock
+
         self._lock_path.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self._lock_path), timeout=30)
 
     def _read(self) -> list[EscalationRequest]:
+        from gtd.escalation.request import EscalationRequest
+
         if not self.path.exists():
             return []
         try:
@@ -37,6 +43,8 @@ class PendingStore:
                            "fix or delete it, then run `gtd approve` again") from None
 
     def _write(self, requests: list[EscalationRequest]) -> None:
+        from gtd.config.writer import atomic_write
+
         atomic_write(self.path, json.dumps([r.model_dump(mode="json") for r in requests], indent=2) + "\n")
 
     def add(self, request: EscalationRequest) -> None:

@@ -6,25 +6,17 @@ means deny (in `gtd approve`, end of input leaves the request pending).
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
 from rich.panel import Panel
 
+from gtd.escalation.decision import Decision  # re-exported: it lives apart, so a phase needs no rich
 from gtd.escalation.request import EscalationRequest
 from gtd.terminal_text import markup
 
 PromptInput = Callable[[str], str]  # shows a prompt, returns the typed line
-
-
-class Decision(str, Enum):
-    ONCE = "once"  # allow for the rest of this run only
-    PROJECT = "project"  # save the rule to .gtdrc.json (committed, shared with the team)
-    USER = "user"  # save the rule to the user config
-    DENY = "deny"
-    NETWORK = "network"  # run the phase at level network for the rest of this run (a registry at readwrite)
 
 
 class Skip(Exception):

@@ -8,7 +8,7 @@ changed nothing is asked again once, then stops: an item is never ticked for wor
 
 from __future__ import annotations
 
-from gtd.config.schema import Phase
+from gtd.config.levels import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gtd.config.schema import Phase
+from gtd.config.levels import Phase
 from gtd.terminal_text import markup
 from gtd.workflow import git, testcmd
 from gtd.workflow.build import build_step, check_tests

@@ -6,7 +6,7 @@ The cleanup commit's body keeps the story once TODO.md is gone: the goal and the
 from __future__ import annotations
 
 from gtd import workspace_files
-from gtd.config.schema import Phase
+from gtd.config.levels import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render

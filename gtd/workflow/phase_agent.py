@@ -13,11 +13,11 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gtd.config.schema import Level, Phase
+from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
-from gtd.escalation.escalator import Decision
-from gtd.escalation.request import EscalationRequest
+from gtd.escalation.decision import Decision
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.providers.base import AgentRequest
@@ -31,6 +31,9 @@ from gtd.sandbox.violations import denied_write_paths
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
+
+if TYPE_CHECKING:  # a pydantic model, imported when the agent hits the boundary (issue 13: start-up)
+    from gtd.escalation.request import EscalationRequest
 
 MAX_ESCALATION_ROUNDS = 5
 
@@ -177,6 +180,8 @@ class PhaseAgent:
                 continue
             if not _creates_directory(path, raw_path, call, error, self.ctx.repo):
                 self.new_files.add(path)
+            from gtd.escalation.request import EscalationRequest
+
             requests.append(EscalationRequest.create(kind="path", target=str(path), phase=self.phase, level=policy.level,
                                                      reason=f"{call.tool or 'tool'} call: {_short(call.tool_input)}"))
         return requests
@@ -264,6 +269,8 @@ class PhaseAgent:
             fresh = [d for d in domains if d not in asked]
             if domains and not fresh:
                 return TestRun(False, output, done.returncode)  # already allowed: the failure is not the sandbox
+            from gtd.escalation.request import EscalationRequest
+
             if fresh:
                 asked.update(fresh)
                 requests = [EscalationRequest.create(kind="domain", target=d, phase=self.phase, level=policy.level,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gtd import workspace_files
-from gtd.config.schema import Phase
+from gtd.config.levels import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
