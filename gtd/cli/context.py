@@ -92,7 +92,7 @@ def run_context(options: RunOptions):
     from gtd.escalation.escalator import Escalator, is_interactive
     from gtd.providers.registry import get_provider
     from gtd.workflow.context import RunContext
-    from gtd.workflow.git import git
+    from gtd.workflow.git import subject
     from gtd.workflow.progress import Progress
 
     loaded = load(options)
@@ -103,7 +103,7 @@ def run_context(options: RunOptions):
     interactive = is_interactive(options.non_interactive)
     escalator = Escalator(repo, interactive=interactive, audit=audit, phase=None, console=stderr)
     progress = Progress(stderr.real(), options.verbosity, events=sys.stdout if options.json else None,
-                        describe_commit=lambda sha: git(repo, "log", "-1", "--format=%s", sha).strip())
+                        describe_commit=lambda sha: subject(repo, sha))
     audit.listeners.append(progress.audited)
     escalator.screen = progress  # the live view steps aside while a question is on screen
     if options.level is not None:

@@ -133,7 +133,7 @@ def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | Non
     if not allow_empty and _nothing_staged(repo):
         return None
     git(repo, "commit", "-q", "--allow-empty", "-m", message, env=_identity_env(repo))
-    return git(repo, "rev-parse", "HEAD").strip()
+    return _head_summary(repo)
 
 
 def _nothing_staged(repo: Path) -> bool:
@@ -209,6 +209,16 @@ def _commit_summary(repo: Path, sha: str) -> tuple[str, tuple[str, ...]] | None:
         first, rest = out.split("\0", 1)
         _SUMMARIES[key] = (first.strip(), tuple(line for line in rest.splitlines() if line.strip()))
     return _SUMMARIES[key]
+
+
+def _head_summary(repo: Path) -> str:
+    """HEAD's full name, its subject and changed files remembered from the same git run: every commit gtd
+    makes is shown with them right after (git.subject, git.commit_files), so this is one run, not two."""
+    out = git(repo, "show", "--no-renames", "--name-status", "--format=%H%x00%s%x00", "HEAD")
+    sha, subject, rest = out.split("\0", 2)
+    sha = sha.strip()
+    _SUMMARIES[(repo, sha)] = (subject.strip(), tuple(line for line in rest.splitlines() if line.strip()))
+    return sha
 
 
 def _history(repo: Path, *args: str) -> str:
