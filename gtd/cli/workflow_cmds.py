@@ -2,72 +2,14 @@
 
 
 import json
-from contextlib import contextmanager
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from gtd.cli import options as opt
-from gtd.cli.context import run_context, stdout
+from gtd.cli.context import stdout
 from gtd.cli.options import RunOptions
-from gtd.errors import GtdError, Interrupted
-from gtd.exitcodes import ExitCode
-
-
-@contextmanager
-def workflow(options: RunOptions) -> Iterator:
-    """A RunContext for the workflow commands. Headless escalations end the command with exit 4
-    and JSON on stdout; whatever stops a phase early leaves the agent's changes uncommitted and
-    remembered as the agent's (see gtd.workflow.leftovers)."""
-    from gtd.workflow import leftovers
-    from gtd.workflow.phase_agent import EscalationPending
-    from gtd.workflow.unsafe import UnsafeFiles
-
-    ctx = run_context(options)
-    try:
-        yield ctx
-    except EscalationPending:
-        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
-        pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
-        ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
-        ctx.progress.finish("escalation_pending", ExitCode.ESCALATION_PENDING, requests=pending)
-        if not options.json:  # with --json the run_end event carries the requests
-            stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
-                                          "hint": "run `gtd approve` in a terminal, then run gtd again"}))
-        raise typer.Exit(ExitCode.ESCALATION_PENDING) from None
-    except UnsafeFiles as exc:
-        ctx.audit.record("unsafe_untracked", files=[e.to_json() for e in exc.entries])
-        if not ctx.escalator.interactive:
-            stdout.print_json(json.dumps({"status": "unsafe_untracked_files", "files": [e.to_json() for e in exc.entries],
-                                          "hint": "add them to .gitignore or `git add` them yourself, then run gtd again"}))
-        raise
-    except KeyboardInterrupt:
-        ctx.audit.record("interrupted")
-        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
-        ctx.progress.finish("interrupted", ExitCode.INTERRUPTED)
-        raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
-                          "(any partial changes are left uncommitted in the work tree)") from None
-    except GtdError as exc:
-        if exc.exit_code != ExitCode.USAGE:
-            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
-        ctx.progress.finish("failed", int(exc.exit_code), error=str(exc))
-        raise
-    except BaseException:
-        ctx.progress.finish("failed", ExitCode.FAILURE)
-        raise
-    else:
-        leftovers.forget(ctx.repo)
-        ctx.progress.finish("ok", ExitCode.OK)
-
-
-def next_step(options: RunOptions, run_all: bool) -> None:
-    from gtd.workflow.engine import run_next, run_until_blocked
-
-    with workflow(options) as ctx:
-        if run_all:
-            run_until_blocked(ctx, max_steps=ctx.config.max_build_steps + 4)
-        else:
-            run_next(ctx)
+from gtd.cli.workflow_run import next_step, workflow  # noqa: F401 - next_step: the root command's
 
 
 RUN_COMMANDS = ("plan", "build", "learn")  # the commands that take the run options before them too

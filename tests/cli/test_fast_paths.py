@@ -131,3 +131,78 @@ def test_command_modules_keep_their_annotations_evaluated():
     assert {"app.py", "config_cmds.py", "workflow_cmds.py"} <= set(commands)
     postponed = [name for name in commands + ["options.py"] if "from __future__ import annotations" in (cli / name).read_text()]
     assert postponed == []
+
+
+# -- plan, build and learn without typer ---------------------------------------------------------
+
+WORKFLOW_LINES = [
+    ["plan"], ["plan", "Add a flag"], ["plan", "Add a flag", "-p", "scripted"], ["plan", "--provider=pi", "goal"],
+    ["plan", "-m", "opus", "--level", "network", "--non-interactive", "-q", "--json"], ["plan", "", "-v"],
+    ["plan", "-C", "sub", "goal"], ["-C", ".", "plan", "goal"], ["--directory=.", "plan"],
+    ["build"], ["build", "--one"], ["build", "--single", "--verbose", "--quiet"], ["build", "--level=full", "--model", "m"],
+    ["learn"], ["learn", "--provider", "scripted", "--json"],
+]
+TYPER_ONLY = [  # the fast parser leaves these to typer (help, errors, repeats, anything unusual)
+    ["plan", "a", "b"], ["plan", "--help"], ["plan", "-h"], ["plan", "--level", "bogus"], ["plan", "-q", "--quiet"],
+    ["plan", "-p", "a", "-p", "b"], ["plan", "--", "-goal"], ["plan", "-qv"], ["build", "goal"],
+    ["build", "--one", "--one"], ["learn", "goal"], ["plan", "--model"], ["-p", "pi", "plan"], ["--all"], [],
+    ["build", "--provider", "-x"],
+]
+
+
+def _record_workflow(monkeypatch) -> list:
+    """What the command would run: the RunOptions, and the phase function with its arguments (no agent runs)."""
+    from contextlib import contextmanager
+
+    from gtd.cli import workflow_cmds, workflow_run
+    from gtd.workflow import build, learn, plan
+
+    calls: list = []
+
+    @contextmanager
+    def workflow(options):
+        calls.append(("options", options))
+        yield "ctx"
+
+    monkeypatch.setattr(workflow_run, "workflow", workflow)
+    monkeypatch.setattr(workflow_cmds, "workflow", workflow)
+    monkeypatch.setattr(plan, "plan", lambda ctx, goal=None: calls.append(("plan", goal)))
+    monkeypatch.setattr(build, "build", lambda ctx: calls.append(("build",)))
+    monkeypatch.setattr(build, "build_step", lambda ctx: calls.append(("build_step",)))
+    monkeypatch.setattr(learn, "learn", lambda ctx: calls.append(("learn",)))
+    return calls
+
+
+@pytest.mark.parametrize("argv", WORKFLOW_LINES, ids=" ".join)
+def test_workflow_fast_path_runs_what_typer_runs(repo, monkeypatch, argv):
+    from gtd.cli import app, entry
+
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo)
+    calls = _record_workflow(monkeypatch)
+    fast = entry._fast_workflow(argv)
+    assert fast is not None
+    fast()
+    by_fast, calls[:] = list(calls), []
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys, "argv", ["gtd", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        app.main()
+    assert exit_.value.code in (0, None)
+    assert by_fast == calls and len(calls) == 2
+
+
+@pytest.mark.parametrize("argv", TYPER_ONLY, ids=lambda argv: " ".join(argv) or "(none)")
+def test_workflow_fast_path_leaves_the_rest_to_typer(argv):
+    from gtd.cli import entry
+
+    assert entry._fast_workflow(argv) is None
+
+
+def test_workflow_command_imports_neither_typer_nor_pydantic(repo):
+    """A phase started from a plain command line imports no typer; with the config cached, no pydantic
+    (the first load validates and fills the cache). It stops early here: there is no TODO.md to build."""
+    env = {"PROBE_HEAVY": json.dumps(["typer", "click", "pydantic"])}
+    argv = ["build", "--provider", "scripted", "--non-interactive"]
+    assert imported_heavy(argv, repo, env) == ["pydantic"]
+    assert imported_heavy(argv, repo, env) == []
