@@ -10,6 +10,7 @@ from gtd.prompts import render
 from gtd.terminal_text import markup
 from gtd.workflow import git
 from gtd.workflow.context import RunContext
+from gtd.workflow import markdown
 from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.markers import remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
@@ -46,6 +47,9 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     if not goal and read_todo_text(ctx.repo) is None:
         raise GtdError(f"nothing to plan: there is no {TODO_FILE} and no goal. Run `gtd plan \"<goal>\"`, or write "
                        f"your goal into {TODO_FILE}.", exit_code=ExitCode.USAGE)
+    # TODO.md is formatted before this phase commits (the seed, when it changed) and after the agent: mdformat
+    # loads meanwhile, on a thread that mostly runs while this one waits for git.
+    markdown.prepare_in_background()
     provider = ctx.provider  # a missing agent CLI fails here, before the goal is written into TODO.md
     if goal:
         existing = workspace_files.read_text(ctx.repo, TODO_FILE) or ""
