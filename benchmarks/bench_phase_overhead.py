@@ -7,9 +7,19 @@ its sandbox's start included, until it was reaped). Everything else is gtd's: Py
 config, git calls and commits, the sandbox session's set-up and teardown, checking and formatting TODO.md,
 rendering events. Target (issue 13): at most 2 % of the phase's wall time.
 
-A second view of the plan phase: gtd plan against the same agent CLI run directly (no gtd, no sandbox)
+A second view, the same overhead against realistic phase lengths: gtd's own time per phase hardly depends
+on how long the agent runs (start-up, config, commits, sandbox set-up), while a real model takes tens of
+seconds to minutes per phase; the share is printed for agent runs of 30 s, 2 min and 10 min (measured
+overhead / (overhead + that agent time + the tests' time)). The fake model answers at once, so a fake-model
+phase (~1.5-2 s) makes every millisecond of gtd's count a hundred times more.
+
+A third view of the plan phase: gtd plan against the same agent CLI run directly (no gtd, no sandbox)
 on the same scripted conversation, interleaved. That difference also holds what the sandbox costs the
 agent (bwrap and the launcher start, its network through gtd's forward to the model API).
+
+With --baseline-code DIR (a checkout of gtd's code from before a change, e.g. `git worktree add DIR <commit>`),
+every round also runs both phases with that code (PYTHONPATH=DIR, same interpreter and venv), interleaved, and
+the medians of both are printed side by side: a before/after comparison from one run on a shared machine.
 
 Run: PATH=<agent CLIs>:$PATH .venv/bin/python benchmarks/bench_phase_overhead.py [--agent pi] [--runs 5]
 (the repository's pinned CLIs live in .tools/agents/bin; scripts/install-agents puts them there).
@@ -35,6 +45,7 @@ sys.path[:0] = [str(HERE), str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / 
 from benchlib import cleanup, git_repo, gtd_command, hermetic_env, table, temp_dir  # noqa: E402
 
 TARGET = 0.02
+REALISTIC_AGENT_SECONDS = {"30 s": 30, "2 min": 120, "10 min": 600}  # a real model's phase: seconds to minutes
 ITEM = "Create hello.txt saying hi"
 PLAN = f"""# Hello file
 
@@ -61,6 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agent", default="pi", help="claude, opencode or pi")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline-code", type=Path, help="a checkout of older gtd code, run interleaved for comparison")
     args = ap.parse_args()
 
     from agents import AGENTS_BIN, SETUPS
@@ -89,14 +101,15 @@ def main() -> None:
         provider = get_provider(setup.name, GtdConfig(provider=setup.name))
         t = setup.files
 
-        def gtd(repo: Path, *argv: str) -> dict:
+        def gtd(repo: Path, *argv: str, code: dict | None = None) -> dict:
             """One gtd command; its wall time, and the agent's and the tests' time from the audit log."""
             before = len(audit_entries(repo))
             command = [*gtd_command(), *argv, "--provider", setup.name, "--non-interactive"]
             if setup.model:
                 command += ["--model", setup.model]
             started_at, start = time.time(), time.perf_counter()
-            result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            result = subprocess.run(command, cwd=repo, env={**env, **(code or {})}, capture_output=True, text=True,
+                                    stdin=subprocess.DEVNULL)
             wall = time.perf_counter() - start
             if result.returncode != 0:
                 raise SystemExit(f"gtd {argv[0]} failed ({result.returncode}):\n{result.stderr[-3000:]}")
@@ -115,7 +128,7 @@ def main() -> None:
             return {"wall": wall, "agent": agent, "tests": tests, "overhead": overhead, "startup": startup,
                     "before": before_agent, "after": overhead - startup - before_agent}
 
-        def phases(n: int) -> dict[str, dict]:
+        def phases(n: int | str, code: dict | None = None) -> dict[str, dict]:
             repo = git_repo(tmp / f"gtd-{n}", env)
             (repo / ".gtdrc.json").write_text(json.dumps(CONFIG) + "\n")
             subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
@@ -123,9 +136,9 @@ def main() -> None:
                             "-qm", "configure gtd"], check=True, env=env)
             todo = str(repo / "TODO.md")
             server.script([tool(t.read, {t.path: todo}), tool(t.write, {t.path: todo, "content": PLAN}), say("Planned.")])
-            plan = gtd(repo, "plan", "make a hello file")
+            plan = gtd(repo, "plan", "make a hello file", code=code)
             server.script([tool(t.write, {t.path: str(repo / "hello.txt"), "content": "hi\n"}), say("Built.")])
-            build = gtd(repo, "build")
+            build = gtd(repo, "build", code=code)
             if f"- [x] {ITEM}" not in (repo / "TODO.md").read_text():
                 raise SystemExit("gtd build did not tick the item")
             return {"plan": plan, "build": build}
@@ -146,11 +159,16 @@ def main() -> None:
                                  f"{result.stderr.decode(errors='replace')[-3000:]}")
             return took
 
+        baseline = {"PYTHONPATH": str(args.baseline_code.resolve())} if args.baseline_code else None
         phases(-1), direct(-1)  # warm caches (node's compile cache, pyc files, gtd's config and seccomp caches)
-        runs, directs = [], []
+        if baseline:
+            phases("baseline-warm", baseline)
+        runs, directs, baseline_runs = [], [], []
         for n in range(args.runs):
             runs.append(phases(n))
             directs.append(direct(n))
+            if baseline:
+                baseline_runs.append(phases(f"baseline-{n}", baseline))
         server.close()
 
         ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
@@ -177,6 +195,13 @@ def main() -> None:
                                 ("after", "after the agent")):
                 rows.append((f"  of which {label}", ms(statistics.median(r[name][part] for r in runs)), "", "(reported)",
                              None))
+        for label, seconds in REALISTIC_AGENT_SECONDS.items():
+            for name in ("plan", "build"):
+                overhead = statistics.median(r[name]["overhead"] for r in runs)
+                tests = statistics.median(r[name]["tests"] for r in runs)
+                share = overhead / (overhead + seconds + tests)
+                rows.append((f"gtd {name}, were the agent to run {label}",
+                             ms(overhead), f"{share:.2%} of the phase", f"<= {TARGET:.0%}", share <= TARGET))
         g = statistics.median(r["plan"]["wall"] for r in runs)
         d = statistics.median(directs)
         rows.append((f"{setup.name} run directly (plan's baseline)", ms(d), "1.00x", "", None))
@@ -184,6 +209,21 @@ def main() -> None:
                      "(reported)", None))
         print()
         print(table(rows))
+        if baseline_runs:
+            compare = []
+            for name in ("plan", "build"):
+                for part, label in (("overhead", "gtd's own time"), ("startup", "  start-up and config"),
+                                    ("before", "  before the agent"), ("after", "  after the agent")):
+                    old = statistics.median(r[name][part] for r in baseline_runs)
+                    new = statistics.median(r[name][part] for r in runs)
+                    compare.append((f"gtd {name}: {label}", ms(new), f"{ms(old)} before ({new / old:.2f}x)", "",
+                                    None))
+                old_share = statistics.median(r[name]["overhead"] / r[name]["wall"] for r in baseline_runs)
+                new_share = statistics.median(r[name]["overhead"] / r[name]["wall"] for r in runs)
+                compare.append((f"gtd {name}: share of the phase", f"{new_share:.1%}", f"{old_share:.1%} before", "",
+                                None))
+            print(f"\nThis code against {args.baseline_code} (interleaved in the same rounds, medians):")
+            print(table(compare))
     finally:
         cleanup(tmp)
 
