@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -155,11 +156,21 @@ def exclude_locally(repo: Path, paths: list[str]) -> None:
         relative = target.relative_to(repo)
     except ValueError:
         return  # a linked worktree's common dir lies outside: leave it alone (the warning still names them)
-    existing = (workspace_files.read_text(repo, relative) or "").splitlines()
-    fresh = [f"/{path}" for path in paths if f"/{path}" not in existing]
+    existing = (workspace_files.read_text(repo, relative, errors="surrogateescape") or "").splitlines()
+    fresh = [line for line in map(_literal_pattern, paths) if line is not None and line not in existing]
     if fresh:
         lines = existing + ["# left out of gtd's commits (generated bulk)"] + fresh
-        workspace_files.write_text(repo, relative, "\n".join(lines) + "\n", make_parents=True)
+        text = "\n".join(lines) + "\n"
+        workspace_files.write_bytes(repo, relative, text.encode("utf-8", "surrogateescape"), make_parents=True)
+
+
+def _literal_pattern(path: str) -> str | None:
+    """An exclude line matching exactly this path from the top. The name is the agent's: its glob
+    characters are escaped (a dir named `*` must not exclude every dir), and a name holding a line
+    break cannot be written as one line (it would add patterns of its own): None, left out."""
+    if "\n" in path or "\r" in path:
+        return None
+    return "/" + re.sub(r"([\\*?\[])", r"\\\1", path)
 
 
 def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
