@@ -17,6 +17,9 @@ FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhos
                      "GIT_COMMITTER_NAME": "gtd", "GIT_COMMITTER_EMAIL": "gtd@localhost"}
 
 
+# Paths gtd hands to git are file names (the agent's among them), never pathspecs: each such command
+# runs with --literal-pathspecs, so a name like `:!x` (magic: everything but x) or `*` means itself.
+
 # gtd's own commits never run repository hooks: hooks (husky, pre-commit, ...) execute scripts and
 # config the agent could have edited in the work tree, which would run them outside the sandbox.
 # Nor an fsmonitor command (run by every status/add, also in nested repositories: `-c` reaches the
@@ -95,16 +98,16 @@ def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out
     """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
     git(repo, "add", "-A")
     if leave_out:
-        git(repo, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)
+        git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)
     return _commit(repo, message, allow_empty=allow_empty)
 
 
 def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
     """Commit only these paths (staging them first), leaving other changes alone."""
-    git(repo_root, "add", "--", *paths)
-    if not git(repo_root, "diff", "--cached", "--name-only", "--", *paths).strip():
+    git(repo_root, "--literal-pathspecs", "add", "--", *paths)
+    if not git(repo_root, "--literal-pathspecs", "diff", "--cached", "--name-only", "--", *paths).strip():
         return None
-    git(repo_root, "commit", "-q", "-m", message, "--", *paths, env=_identity_env(repo_root))
+    git(repo_root, "--literal-pathspecs", "commit", "-q", "-m", message, "--", *paths, env=_identity_env(repo_root))
     return git(repo_root, "rev-parse", "HEAD").strip()
 
 
@@ -177,7 +180,7 @@ def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
     """Make the index HEAD plus exactly these files and these partial patches (hunks of a file)."""
     git(repo, "read-tree", "HEAD") if has_commits(repo) else git(repo, "read-tree", "--empty")
     if files:
-        git(repo, "add", "-A", "--", *files)
+        git(repo, "--literal-pathspecs", "add", "-A", "--", *files)
     for path, patch in patches.items():
         result = subprocess.run(["git", *NO_HOOKS, "apply", "--cached", "--recount", "-"], cwd=repo, input=patch,
                                 capture_output=True, text=True)

@@ -38,3 +38,18 @@ def test_bulk_names_are_excluded_literally(repo, files):
     # what the agent generated is excluded by its literal name; a name with a line break is not
     # written at all (it stays out of gtd's commit through leave_out, as every bulk does)
     assert left & set(files) == {f for f in files if "\n" in f}
+
+
+def test_bulk_left_out_of_the_build_commit_by_its_literal_name(repo):
+    """leave_out names are the agent's, and git reads them as pathspecs: a dir named `:!x` (pathspec
+    magic: everything *but* x) with a pyvenv.cfg must not unstage every other file, which took the
+    agent's work out of its build commit (to be committed later as the person's own 🔧 fix)."""
+    (repo / ":!x").mkdir()
+    (repo / ":!x" / "pyvenv.cfg").write_text("home = /usr\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("print(1)\n")
+    bulk = [e.path for e in find_unsafe([c.path for c in gitops.changes(repo) if c.status == "??"])]
+    assert bulk == [":!x/"]
+    sha = gitops.commit_all(repo, "build", leave_out=bulk)
+    assert gitops.commit_files(repo, sha) == ["A\tsrc/app.py"]
+    assert [(c.status, c.path) for c in gitops.changes(repo)] == [("??", ":!x/pyvenv.cfg")]
