@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import http.server
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,7 @@ def main() -> None:
     proxied = statistics.median(float(session.run(curl, cwd=repo).stdout) for _ in range(3))
     session.close()
     server.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)  # the large workspace is 48,000 files
 
     b = inproc["bare"]
     added, cli_added = inproc["session"] - b, cli["cli"] - cli["bare"]
