@@ -94,6 +94,15 @@ def has_commits(repo: Path) -> bool:
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip() != ""
 
 
+def _message(text: str) -> str:
+    """A commit message as gtd writes it: its parts come from the agent (a TODO item's title, a file
+    name) and `git log` prints it as it is, so control characters, bidi controls and non-UTF-8 bytes
+    (lone surrogates) are written as visible escapes, never into history raw."""
+    from gtd.terminal_text import visible
+
+    return visible(text)
+
+
 def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out: list[str] | None = None) -> str | None:
     """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
     git(repo, "add", "-A")
@@ -107,13 +116,14 @@ def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
     git(repo_root, "--literal-pathspecs", "add", "--", *paths)
     if not git(repo_root, "--literal-pathspecs", "diff", "--cached", "--name-only", "--", *paths).strip():
         return None
-    git(repo_root, "--literal-pathspecs", "commit", "-q", "-m", message, "--", *paths, env=_identity_env(repo_root))
+    git(repo_root, "--literal-pathspecs", "commit", "-q", "-m", _message(message), "--", *paths, env=_identity_env(repo_root))
     return git(repo_root, "rev-parse", "HEAD").strip()
 
 
 def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | None:
     """Commit one file with exactly this content, whatever the work tree or the index hold: the
     person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
+    message = _message(message)
     blob = subprocess.run(["git", *NO_HOOKS, "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
                           capture_output=True, text=True, check=True).stdout.strip()
     with temporary_index() as index_env:
@@ -136,7 +146,7 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
 def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | None:
     if not allow_empty and _nothing_staged(repo):
         return None
-    git(repo, "commit", "-q", "--allow-empty", "-m", message, env=_identity_env(repo))
+    git(repo, "commit", "-q", "--allow-empty", "-m", _message(message), env=_identity_env(repo))
     return _head_summary(repo)
 
 
