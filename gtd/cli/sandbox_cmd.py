@@ -96,7 +96,7 @@ def _explain_registries(policy, write) -> None:
     credentials reach the sandbox."""
     from gtd.sandbox.registries import user_registries
 
-    registries = policy.registries or tuple(user_registries(policy.home))
+    registries = policy.registries or tuple(user_registries(policy.home, workspace=policy.workspace))
     if registries:
         when = "reachable without a prompt" if policy.registries else "reachable without a prompt at level network"
         write(f"registries from your own settings ({when}):\n")

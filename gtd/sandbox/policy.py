@@ -289,7 +289,7 @@ def build_policy(
 
     registries: tuple[Registry, ...] = ()
     if not level.at_most(Level.READWRITE):
-        registries = tuple(user_registries(home))
+        registries = tuple(user_registries(home, workspace=workspace))
 
     return SandboxPolicy(
         level=level,

@@ -106,12 +106,20 @@ def _short(path: Path, home: Path) -> str:
 
 # -- discovery ------------------------------------------------------------------------------
 
-def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> list[Registry]:
-    """Every registry host the person's own settings name, with where each came from."""
+def user_registries(home: Path, environ: Mapping[str, str] | None = None,
+                    workspace: Path | None = None) -> list[Registry]:
+    """Every registry host the person's own settings name, with where each came from. A file that
+    resolves into `workspace` is not theirs to trust: the agent can write it (an activated project
+    venv's pip.conf, a relative PIP_CONFIG_FILE) and would open a host for the next run."""
     environ = os.environ if environ is None else environ
     found: list[Registry] = []
+    root = os.path.realpath(workspace) if workspace is not None else None
 
-    def add(tool: str, origin: str, *values: str) -> None:
+    def add(tool: str, origin: str, *values: str, source: Path | None = None) -> None:
+        if root is not None and source is not None:
+            real = os.path.realpath(source)
+            if real == root or real.startswith(root.rstrip("/") + "/"):
+                return
         for value in values:
             for url in _urls(value):
                 hp = _host_port(url)
@@ -134,7 +142,7 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
         for section in parser.sections():
             for key in ("index-url", "extra-index-url", "find-links"):
                 if parser.has_option(section, key):
-                    add("pip", f"{_short(path, home)} [{section}] {key}", parser.get(section, key))
+                    add("pip", f"{_short(path, home)} [{section}] {key}", parser.get(section, key), source=path)
 
     for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS"):
         add("uv", name, environ.get(name, ""))
@@ -143,25 +151,25 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
         if data is None:
             continue
         for key in ("index-url", "extra-index-url", "find-links"):
-            add("uv", f"{_short(path, home)} {key}", *_strings(data.get(key)))
+            add("uv", f"{_short(path, home)} {key}", *_strings(data.get(key)), source=path)
         for index in data.get("index") or []:
             if isinstance(index, dict):
-                add("uv", f"{_short(path, home)} [[index]]", *_strings(index.get("url")))
+                add("uv", f"{_short(path, home)} [[index]]", *_strings(index.get("url")), source=path)
 
     for name in ("npm_config_registry", "NPM_CONFIG_REGISTRY"):
         add("npm", name, environ.get(name, ""))
     for key, value in _npmrc_items(npmrc_path(home, environ)):
         if key == "registry" or key.endswith(":registry"):
-            add("npm", f"{_short(npmrc_path(home, environ), home)} {key}", value)
+            add("npm", f"{_short(npmrc_path(home, environ), home)} {key}", value, source=npmrc_path(home, environ))
 
     for name in ("YARN_REGISTRY", "YARN_NPM_REGISTRY_SERVER"):
         add("yarn", name, environ.get(name, ""))
     yarnrc = read_metadata_text(home / ".yarnrc")
     for match in re.finditer(r'^\s*"?registry"?\s+"?([^"\s]+)', yarnrc or "", re.MULTILINE):
-        add("yarn", "~/.yarnrc registry", match.group(1))
+        add("yarn", "~/.yarnrc registry", match.group(1), source=home / ".yarnrc")
     yarnrc_yml = read_metadata_text(home / ".yarnrc.yml")
     for match in re.finditer(r'^\s*npmRegistryServer:\s*["\']?([^"\'\s]+)', yarnrc_yml or "", re.MULTILINE):
-        add("yarn", "~/.yarnrc.yml npmRegistryServer", match.group(1))
+        add("yarn", "~/.yarnrc.yml npmRegistryServer", match.group(1), source=home / ".yarnrc.yml")
 
     cargo_home = Path(environ.get("CARGO_HOME") or home / ".cargo")
     for name, value in sorted(environ.items()):
@@ -175,11 +183,12 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
             for name, entry in (data.get(table) or {}).items():
                 if isinstance(entry, dict):
                     for key in ("index", "registry"):
-                        add("cargo", f"{_short(path, home)} [{table}.{name}] {key}", *_strings(entry.get(key)))
+                        add("cargo", f"{_short(path, home)} [{table}.{name}] {key}", *_strings(entry.get(key)),
+                            source=path)
         break  # cargo reads config.toml, else the legacy `config`
 
     for url, origin in _maven_urls(home):
-        add("maven", origin, url)
+        add("maven", origin, url, source=home.joinpath(*MAVEN_SETTINGS))
 
     go_env = _go_env_file(home, environ)
     for name in ("GOPROXY", "GOSUMDB"):
@@ -187,7 +196,7 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None) -> lis
         origin = name if environ.get(name) else f"{_short(_go_env_path(home, environ), home)} {name}"
         if name == "GOSUMDB" and value and "://" not in value and value != "off":
             value = "https://" + value.split()[-1].split("+")[0]  # "name+key [url]": the database host
-        add("go", origin, value)
+        add("go", origin, value, source=None if environ.get(name) else _go_env_path(home, environ))
     return found
 
 

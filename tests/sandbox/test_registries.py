@@ -58,6 +58,31 @@ def test_registry_hosts_are_allowed_at_network_only_and_a_deny_still_wins(tmp_pa
     assert not why_host(build_policy(denied, workspace=ws, level=Level.NETWORK, home=home), "npm.corp.test").allowed
 
 
+@pytest.mark.parametrize("where", ["venv", "relative PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG"])
+def test_a_registry_config_in_the_workspace_opens_no_host(tmp_path, monkeypatch, where):
+    """The person's project venv is often activated and inside the workspace: the agent can write
+    its pip.conf (or a config a variable names relative to the workspace) between two runs. The
+    host it names must not be reachable at network without a prompt; the person's own file is."""
+    home, ws = tmp_path / "h", tmp_path / "ws"
+    _write(home / ".pip/pip.conf", "[global]\nextra-index-url = https://mine.test/simple\n")
+    monkeypatch.chdir(tmp_path)
+    for var in ("VIRTUAL_ENV", "PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG", "npm_config_userconfig"):
+        monkeypatch.delenv(var, raising=False)
+    if where == "venv":
+        _write(ws / ".venv/pip.conf", "[global]\nindex-url = https://planted.test/simple\n")
+        monkeypatch.setenv("VIRTUAL_ENV", str(ws / ".venv"))
+    elif where == "NPM_CONFIG_USERCONFIG":
+        _write(ws / "npmrc", "registry=https://planted.test/\n")
+        monkeypatch.setenv("NPM_CONFIG_USERCONFIG", str(ws / "npmrc"))
+    else:
+        _write(ws / "pip.conf", "[global]\nindex-url = https://planted.test/simple\n")
+        monkeypatch.setenv("PIP_CONFIG_FILE", "ws/pip.conf")
+    network = build_policy(GtdConfig(), workspace=ws, level=Level.NETWORK, home=home)
+    assert why_host(network, "mine.test").allowed
+    assert not why_host(network, "planted.test").allowed
+    assert "planted.test:443" not in {r.rule for r in user_registries(home, workspace=ws)}
+
+
 def test_tool_variables_reach_the_sandbox_without_credentials():
     env = {"PIP_INDEX_URL": "https://me:pw@pypi.corp.test/simple", "PIP_EXTRA_INDEX_URL": "https://a:b@x.test/s https://y.test/s",
            "UV_INDEX_CORP_PASSWORD": "pw", "NPM_CONFIG__AUTHTOKEN": "t", "npm_config_registry": "https://npm.test/",
