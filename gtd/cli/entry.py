@@ -172,7 +172,9 @@ def _fast_workflow(argv: list[str]) -> Callable[[], None] | None:
 
                     learn(ctx)
         except EOFError:  # end of input at a question: what click makes of it under typer
-            sys.stderr.write("\nAborted!\n")
+            from gtd.terminal_text import write
+
+            write("\nAborted!\n", stream=sys.stderr)
             raise SystemExit(1) from None
 
     return run
