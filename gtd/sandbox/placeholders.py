@@ -130,23 +130,21 @@ class PlaceholderRegistry:
                 if kind == "watched":
                     continue
                 p = Path(item)
+                parent_fd = _open_dir_exactly(str(p.parent))
+                if parent_fd is None:
+                    continue  # moved, or a parent swapped for a symlink: never remove through it
                 try:
-                    st = os.lstat(p)
-                except OSError:
-                    continue
-                if kind == "parent":
-                    if stat.S_ISDIR(st.st_mode) and os.path.realpath(p.parent) == str(p.parent):
-                        try:
-                            p.rmdir()  # only ever an empty directory
-                            done.append((p, "removed the empty directory gtd created for a placeholder"))
-                        except OSError:
-                            pass
-                elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                    try:
-                        p.unlink()
+                    st = os.stat(p.name, dir_fd=parent_fd, follow_symlinks=False)
+                    if kind == "parent" and stat.S_ISDIR(st.st_mode):
+                        os.rmdir(p.name, dir_fd=parent_fd)  # only ever an empty directory
+                        done.append((p, "removed the empty directory gtd created for a placeholder"))
+                    elif kind != "parent" and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                        os.unlink(p.name, dir_fd=parent_fd)
                         done.append((p, f"removed the empty {kind} file"))
-                    except OSError:
-                        pass
+                except OSError:
+                    pass
+                finally:
+                    os.close(parent_fd)
             if planted:
                 into = paths.project_state_dir(self.workspace) / "quarantine"
                 for path, what in quarantine(planted, self.workspace, into):
@@ -180,6 +178,27 @@ class PlaceholderRegistry:
 
     def _locked_list(self) -> "PlaceholderRegistry._List":
         return PlaceholderRegistry._List(self)
+
+
+def _open_dir_exactly(path: str) -> int | None:
+    """A descriptor of the directory at exactly this path, or None: the path must name it without any
+    symlink on the way (checked on the opened descriptor, so a parent swapped for a symlink between a
+    check and the open is caught). Removing through it then removes from that directory only."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc (macOS): the resolved path and the opened directory must agree
+        where = os.path.realpath(path)
+        st, now = os.fstat(fd), os.stat(where)
+        if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
+            where = None
+    if where != os.path.normpath(path):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _planted(path: str, first_missing: str) -> Path | None:

@@ -521,3 +521,53 @@ def test_a_start_racing_another_on_the_empty_placeholder_file_still_gets_it(home
     made = placeholders.empty_file()
     assert raced and made == Path(raced[0])
     assert real_lstat(made).st_size == 0 and made.is_file() and not made.is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["placeholder", "parent"])
+def test_cleanup_never_removes_through_a_parent_swapped_for_a_symlink(home, tmp_path, kind):
+    """An agent with a writable HOME swaps the directory holding a placeholder gtd recorded for a
+    symlink to elsewhere: settling must not remove the same-named empty file (or empty dir) there."""
+    from gtd.sandbox.placeholders import PlaceholderRegistry
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    holder = home / "holder"
+    holder.mkdir()
+    recorded = holder / "config"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = elsewhere / "config"
+    if kind == "parent":
+        recorded.mkdir()
+        victim.mkdir()
+    else:
+        recorded.touch()
+        victim.touch()
+    registry = PlaceholderRegistry(workspace)
+    registry.enter()
+    if kind == "parent":
+        registry.add(parents=[recorded])
+    else:
+        registry.add(placeholders=[recorded])
+    holder.rename(home / "holder.moved")
+    holder.symlink_to(elsewhere)
+    settled = registry.exit()
+    assert os.path.lexists(victim), settled
+    assert settled == []
+
+
+@pytest.mark.parametrize("kind", ["placeholder", "parent"])
+def test_cleanup_still_removes_what_gtd_left_in_place(home, tmp_path, kind):
+    from gtd.sandbox.placeholders import PlaceholderRegistry
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    recorded = home / "holder" / "config"
+    recorded.parent.mkdir()
+    recorded.mkdir() if kind == "parent" else recorded.touch()
+    registry = PlaceholderRegistry(workspace)
+    registry.enter()
+    registry.add(parents=[recorded]) if kind == "parent" else registry.add(placeholders=[recorded])
+    settled = registry.exit()
+    assert not os.path.lexists(recorded)
+    assert [p for p, _ in settled] == [recorded]
