@@ -147,10 +147,9 @@ def build_step(ctx: RunContext) -> str | None:
     unsafe = find_unsafe([c.path for c in git.changes(ctx.repo) if c.status == "??"])
     if unsafe:
         bulk = [e.path for e in unsafe if e.why == "bulk"]
+        excluded = git.exclude_locally(ctx.repo, bulk) if bulk else []
         ctx.progress.warn("left out of the build commit (secrets or generated bulk): " + ", ".join(e.path for e in unsafe)
-                          + (f"; generated bulk added to .git/info/exclude: {', '.join(bulk)}" if bulk else ""))
-        if bulk:
-            git.exclude_locally(ctx.repo, bulk)
+                          + (f"; generated bulk added to .git/info/exclude: {', '.join(excluded)}" if excluded else ""))
     sha = git.commit_all(ctx.repo, message(Step.BUILD, label) + "\n\n" + "\n".join(body),
                          leave_out=[e.path for e in unsafe])
     ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)

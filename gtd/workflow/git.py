@@ -159,8 +159,10 @@ def _nothing_staged(repo: Path) -> bool:
     return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
 
 
-def exclude_locally(repo: Path, paths: list[str]) -> None:
-    """Add paths to the repository's info/exclude (this clone only, never committed), once each."""
+def exclude_locally(repo: Path, paths: list[str]) -> list[str]:
+    """Add paths to the repository's info/exclude (this clone only, never committed), once each.
+    Returns the paths the file now excludes (not a name that cannot be written as a line, nor any
+    when the file lies outside the repository), so the warning says only what is true."""
     from gtd import workspace_files
 
     spelled = git(repo, "rev-parse", "--git-path", "info/exclude").strip()
@@ -168,13 +170,15 @@ def exclude_locally(repo: Path, paths: list[str]) -> None:
     try:
         relative = target.relative_to(repo)
     except ValueError:
-        return  # a linked worktree's common dir lies outside: leave it alone (the warning still names them)
+        return []  # a linked worktree's common dir lies outside: leave it alone
     existing = (workspace_files.read_text(repo, relative, errors="surrogateescape") or "").splitlines()
-    fresh = [line for line in map(_literal_pattern, paths) if line is not None and line not in existing]
+    patterns = {path: line for path in paths if (line := _literal_pattern(path)) is not None}
+    fresh = list(dict.fromkeys(line for line in patterns.values() if line not in existing))
     if fresh:
         lines = existing + ["# left out of gtd's commits (generated bulk)"] + fresh
         text = "\n".join(lines) + "\n"
         workspace_files.write_bytes(repo, relative, text.encode("utf-8", "surrogateescape"), make_parents=True)
+    return list(patterns)
 
 
 def _literal_pattern(path: str) -> str | None:

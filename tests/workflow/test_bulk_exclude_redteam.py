@@ -29,7 +29,9 @@ def test_bulk_names_are_excluded_literally(repo, files):
             f.write("x\n")
     bulk = [e.path for e in find_unsafe([c.path for c in gitops.changes(repo) if c.status == "??"]) if e.why == "bulk"]
     assert bulk
-    gitops.exclude_locally(repo, bulk)
+    excluded = gitops.exclude_locally(repo, bulk)
+    assert excluded == [b for b in bulk if "\n" not in b]  # what the build's warning names as excluded
+    assert gitops.exclude_locally(repo, bulk) == excluded  # already there: still excluded, not written twice
     (repo / "src").mkdir()
     (repo / "src" / "new.py").write_text("print(1)\n")
     (repo / "top.py").write_text("print(2)\n")
