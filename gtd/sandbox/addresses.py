@@ -23,11 +23,32 @@ METADATA_ADDRESSES = frozenset(
 )
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052's well-known prefix
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT, RFC 2765
+_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated IPv4-compatible addresses
+
+
+def _checked(ip_text: str) -> IPAddress:
+    """The address to judge: an IPv6 address carrying an IPv4 one (mapped, 6to4, Teredo, NAT64, SIIT,
+    IPv4-compatible) is judged as that IPv4 address, which is where a translating network delivers
+    it (64:ff9b::7f00:1 must count as 127.0.0.1)."""
+    ip: IPAddress = ipaddress.ip_address(ip_text)
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip in _NAT64 or ip in _TRANSLATED or (ip in _COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
+
+
 def forbidden_reason(ip_text: str) -> str | None:
     """Why this address may not be dialled (None = it may)."""
-    ip: IPAddress = ipaddress.ip_address(ip_text)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = _checked(ip_text)
     if ip in METADATA_ADDRESSES:
         return "cloud metadata address"
     if ip.is_loopback:
@@ -46,9 +67,7 @@ def forbidden_reason(ip_text: str) -> str | None:
 def private_reason(ip_text: str) -> str | None:
     """Not globally routable (RFC 1918, ULA, CGNAT/tailnets, reserved): the LAN and internal services.
     Refused unless a rule names the host or the IP literal itself (DNS rebinding under `*`)."""
-    ip: IPAddress = ipaddress.ip_address(ip_text)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = _checked(ip_text)
     return None if ip.is_global else "private network address"
 
 

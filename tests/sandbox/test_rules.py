@@ -56,6 +56,10 @@ def test_only_explicit_ip_literals_open_loopback():
 @pytest.mark.parametrize("ip,reason", [
     ("127.0.0.5", "loopback"), ("::1", "loopback"), ("169.254.169.254", "metadata"), ("fe80::1", "link-local"),
     ("0.0.0.0", "unspecified"), ("::ffff:127.0.0.1", "loopback"), ("224.0.0.1", "multicast"),
+    # IPv6 spellings that carry an IPv4 address, delivered there by a translating network
+    ("64:ff9b::7f00:1", "loopback"), ("::127.0.0.1", "loopback"), ("2002:7f00:1::", "loopback"),
+    ("::ffff:0:7f00:1", "loopback"), ("64:ff9b::a9fe:a9fe", "metadata"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo, client 127.0.0.1 (bits inverted)
 ])
 def test_forbidden_addresses(ip, reason):
     assert reason in forbidden_reason(ip)
@@ -63,6 +67,15 @@ def test_forbidden_addresses(ip, reason):
 
 def test_public_address_is_allowed():
     assert forbidden_reason("93.184.216.34") is None
+    assert forbidden_reason("2606:4700::1111") is None
+    assert forbidden_reason("64:ff9b::5db8:d822") is None  # NAT64 of 93.184.216.34
+
+
+def test_ipv6_carrying_a_private_ipv4_is_private():
+    from gtd.sandbox.addresses import private_reason
+
+    assert private_reason("64:ff9b::a00:1") and private_reason("2002:c0a8:101::")  # 10.0.0.1, 192.168.1.1
+    assert private_reason("2606:4700::1111") is None
 
 
 def test_proxy_authorize_records_denials_and_asks_decider():
