@@ -50,6 +50,7 @@ from gtd import paths
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
+from gtd.sandbox.containment import inside, strictly_inside
 
 BASE_ARGS = (
     "--new-session",  # setsid: no controlling terminal, so no TIOCSTI into the user's shell
@@ -86,7 +87,7 @@ class MountPlan:
         """Whether the command can create entries anywhere in `workspace`'s tree: a writable directory
         bound inside it, or around it. A writable regular file cannot gain entries (a mount point cannot
         be replaced), and everything else is mounted read-only: then no `.git` can be planted there."""
-        return any(_inside(d, workspace) or _inside(workspace, d) for d in self.bound_dirs)
+        return any(inside(d, workspace) or inside(workspace, d) for d in self.bound_dirs)
 
     def verify(self, child_pid: int, skip=()) -> str | None:
         """None if every writable bind in the sandbox of `child_pid` (blocked before exec) is the
@@ -154,17 +155,6 @@ def _wait_until_blocked(pid: int, timeout: float = 20.0) -> bool:
 class WritableRoot:
     spelled: Path
     real: Path
-
-
-def _inside(path: Path, root: Path) -> bool:
-    """path is root or below it (string test: pathlib's `.parents` is far too slow here)."""
-    p, r = str(path), str(root)
-    return p == r or p.startswith(r if r.endswith("/") else r + "/")
-
-
-def _strictly_inside(path: Path, root: Path) -> bool:
-    p, r = str(path), str(root)
-    return p != r and p.startswith(r if r.endswith("/") else r + "/")
 
 
 def _has_ancestor_in(path: str, candidates: set[str], self_too: bool = False) -> bool:
@@ -254,12 +244,12 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
     a hidden directory (the more specific rule, shown by `gtd sandbox explain`).
     """
     roots: list[WritableRoot] = []
-    protected = {str(p) for p in policy.protected}  # `_inside(x, any protected)`: one set lookup per ancestor
+    protected = {str(p) for p in policy.protected}  # `inside(x, any protected)`: one set lookup per ancestor
     hidden = [(d, Path(os.path.realpath(d))) for d in policy.deny_read if os.path.lexists(d)]
     for w in policy.writable:
         if not os.path.lexists(w):
             continue  # missing and not created by the session: stays read-only
-        if _inside(w, policy.workspace):
+        if inside(w, policy.workspace):
             link = _symlink_in(w, policy.workspace)
             if link is not None:
                 raise unsafe_writable(w, link)
@@ -268,7 +258,7 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
             real = Path(os.path.realpath(w))
         if _has_ancestor_in(str(w), protected, self_too=True) or _has_ancestor_in(str(real), protected, self_too=True):
             continue
-        if any(_inside(real, real_d) and not _strictly_inside(w, d) for d, real_d in hidden):
+        if any(inside(real, real_d) and not strictly_inside(w, d) for d, real_d in hidden):
             continue
         roots.append(WritableRoot(w, real))
     return list({r.real: r for r in roots}.values())
@@ -286,8 +276,8 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     binds: list[tuple[Path, Path]] = []
     for real, spelled in sorted(linked_worktree_git_dirs(policy.workspace), key=lambda d: len(d[0].parts)):
         for target in dict.fromkeys((real, spelled)):
-            if _strictly_inside(target, tmp) and not any(_inside(target, r) for r in bound) and not any(
-                    _inside(target, t) for _, t in binds):
+            if strictly_inside(target, tmp) and not any(inside(target, r) for r in bound) and not any(
+                    inside(target, t) for _, t in binds):
                 binds.append((real, target))
     return binds
 
@@ -325,7 +315,7 @@ def _gets_placeholder(where: Path, policy: SandboxPolicy, gtd_own: tuple[Path, P
     """A missing protected path's first missing component gets a read-only placeholder file outside
     the workspace and in gtd's own dirs (`gtd_own`: which gtd reads while the agent runs); inside the
     workspace it is watched instead (a mount point there would be a phantom file in the work tree)."""
-    return not _inside(where, policy.workspace) or any(_inside(where, own) for own in gtd_own)
+    return not inside(where, policy.workspace) or any(inside(where, own) for own in gtd_own)
 
 
 def placeholder_parents(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
@@ -342,7 +332,7 @@ def placeholder_parents(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     gtd_own = _gtd_own()
     for p in _outermost_protected(policy):
         root = _root_of(p, writable)
-        if root is None or _inside(p, policy.workspace):
+        if root is None or inside(p, policy.workspace):
             continue
         state, where = _first_problem(p, root)
         if state == "missing" and where != p and _gets_placeholder(where, policy, gtd_own):
@@ -352,7 +342,7 @@ def placeholder_parents(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
 
 def _sealed_root(workspace: Path, writable: list[Path]) -> Path | None:
     """The workspace, when it is read-only yet holds a writable file directly (the phase's file)."""
-    if any(_inside(workspace, w) for w in writable):
+    if any(inside(workspace, w) for w in writable):
         return None  # the workspace (or a parent) is writable anyway
     if any(w.parent == workspace and not w.is_dir() for w in writable):
         return workspace
@@ -414,14 +404,14 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
                 add(entry, 0, "--ro-bind", str(entry), str(entry))
     # Roots the command must still see although they live under the private /tmp.
     for root in (policy.home, policy.workspace, *policy.runtime_roots):
-        if _strictly_inside(root, tmp) and root.exists() and root != sealed:
+        if strictly_inside(root, tmp) and root.exists() and root != sealed:
             add(root, 0, "--ro-bind", str(root), str(root))
     for source, target in _git_dirs_under_tmp(policy):
         add(target, 0, "--ro-bind", str(source), str(target))
     for root in roots:
         inode = _checked_inode(root.real)
         if inode is None:
-            if _inside(root.spelled, policy.workspace):
+            if inside(root.spelled, policy.workspace):
                 raise unsafe_writable(root.spelled, root.spelled)
             continue
         dev, ino, is_dir = inode
@@ -435,7 +425,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
     def bind_ancestors(p: Path, root: Path) -> None:
         """Ancestors of p strictly inside root, each bound onto itself: they cannot be renamed."""
         for anc in list(p.parents):
-            if not _strictly_inside(anc, root) or anc in seen_ancestors or _has_ancestor_in(str(anc), protected_set, self_too=True):
+            if not strictly_inside(anc, root) or anc in seen_ancestors or _has_ancestor_in(str(anc), protected_set, self_too=True):
                 continue
             if os.path.isdir(anc) and not os.path.islink(anc):
                 seen_ancestors.add(anc)
@@ -457,7 +447,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         if state == "symlink":
             # A symlink cannot carry a mount; protect the directory holding it and its target.
             target = Path(os.path.realpath(where / p.relative_to(where).parts[0]))
-            if any(_strictly_inside(target, w) for w in writable):
+            if any(strictly_inside(target, w) for w in writable):
                 targets.append(target)
             p = where
             if p == root:

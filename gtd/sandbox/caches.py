@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
+from gtd.sandbox.containment import inside
 
 # Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
 _UNSAFE = set(",:\\ \t\n\"'#=")
@@ -186,13 +187,8 @@ LOCATION_VARS = (
 )
 
 
-def _inside(path: Path, root: Path) -> bool:
-    p, r = str(path), str(root).rstrip("/") + "/"
-    return p == str(root) or p.startswith(r)
-
-
 def _meets(paths) -> "Callable[[Path], bool]":
-    """`lambda p: any(_inside(p, h) or _inside(h, p) for h in paths)` by set lookups: the hidden and
+    """`lambda p: any(inside(p, h) or inside(h, p) for h in paths)` by set lookups: the hidden and
     protected paths number hundreds, the caches a few dozen, and this runs at every session start."""
     exact = {str(h).rstrip("/") or "/" for h in paths}
     holding: set[str] = set()  # every path in `exact` and each of its ancestors
@@ -227,7 +223,7 @@ def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[P
     meets_hidden = _meets(hidden)
     for cache in known_caches(home, environ):
         spellings = {cache.path, Path(os.path.realpath(cache.path))}  # a symlinked cache is judged where it leads
-        if cache.path in seen or any(_inside(p, workspace) or _inside(workspace, p) for p in spellings):
+        if cache.path in seen or any(inside(p, workspace) or inside(workspace, p) for p in spellings):
             continue
         if any(meets_hidden(p) for p in spellings):
             continue

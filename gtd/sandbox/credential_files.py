@@ -24,6 +24,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+from gtd.sandbox.containment import inside
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,6 @@ class RefusedCredential:
     reason: str
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, deny_read: tuple[Path, ...],
                              writable: tuple[Path, ...] = ()) -> tuple[list[CredentialFile], list[RefusedCredential]]:
     """The files of `wanted` (path -> why) that can be mounted read-only, and the refused ones with the
@@ -55,7 +52,7 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
     refused: list[RefusedCredential] = []
     for spelled, origin in wanted.items():
         path = Path(os.path.normpath(spelled if spelled.is_absolute() else workspace / spelled))
-        if _inside(str(path), str(workspace)) or _inside(str(path), root):
+        if inside(str(path), str(workspace)) or inside(str(path), root):
             refused.append(RefusedCredential(path, origin, "inside the workspace: visible as it is there, not "
                                                            "mounted (a symlink there is not followed)"))
             continue
@@ -64,10 +61,10 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
         parent = os.path.realpath(path.parent)
         target = Path(parent) / path.name
         real = os.path.realpath(path)
-        if _inside(real, root) or _inside(parent, root):
+        if inside(real, root) or inside(parent, root):
             refused.append(RefusedCredential(path, origin, "resolves into the workspace, which the agent can write"))
             continue
-        inside_writable = next((w for w in writable_real if _inside(real, w) or _inside(parent, w)), None)
+        inside_writable = next((w for w in writable_real if inside(real, w) or inside(parent, w)), None)
         if inside_writable is not None:
             refused.append(RefusedCredential(path, origin, f"inside the writable path {inside_writable}: the agent "
                                                            f"could replace it"))
@@ -76,8 +73,8 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
             refused.append(RefusedCredential(path, origin, "listed in denyReadPaths"))
             continue
         # Hidden dirs that hold the file as the CLI names it may hold it; a link out into another one may not.
-        holders = {h for h in hidden if _inside(str(path), h) or _inside(str(target), h)}
-        elsewhere = [h for h in hidden if _inside(real, h) and h not in holders]
+        holders = {h for h in hidden if inside(str(path), h) or inside(str(target), h)}
+        elsewhere = [h for h in hidden if inside(real, h) and h not in holders]
         if elsewhere:
             refused.append(RefusedCredential(path, origin, f"resolves to {real}, inside {elsewhere[0]}, which "
                                                            f"stays hidden"))
@@ -87,7 +84,7 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
         except OSError:
             continue
         # A directory (the SSO token cache) only inside the hidden dir it belongs to, holding no other hidden path.
-        directory = stat.S_ISDIR(st.st_mode) and holders and not any(_inside(h, real) for h in hidden - holders)
+        directory = stat.S_ISDIR(st.st_mode) and holders and not any(inside(h, real) for h in hidden - holders)
         if not (stat.S_ISREG(st.st_mode) or directory):
             refused.append(RefusedCredential(path, origin, "not a regular file"))
             continue

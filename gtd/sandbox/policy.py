@@ -26,6 +26,7 @@ from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.limits import ResourceLimits
 from gtd.sandbox.registries import Registry, user_registries
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
+from gtd.sandbox.containment import inside
 
 if TYPE_CHECKING:
     from gtd.config.schema import GtdConfig  # or a ConfigView over validated values: no pydantic needed
@@ -212,7 +213,7 @@ def tree_may_be_writable(writable: list[Path], workspace: Path) -> bool:
     import stat
 
     for w in writable:
-        if not any(_inside(p, workspace) or _inside(workspace, p) for p in (w, Path(os.path.realpath(w)))):
+        if not any(inside(p, workspace) or inside(workspace, p) for p in (w, Path(os.path.realpath(w)))):
             continue
         try:
             if stat.S_ISREG(os.lstat(w).st_mode):
@@ -221,11 +222,6 @@ def tree_may_be_writable(writable: list[Path], workspace: Path) -> bool:
             pass
         return True
     return False
-
-
-def _inside(path: Path, root: Path) -> bool:
-    p, r = str(path), str(root)
-    return p == r or p.startswith(r if r.endswith("/") else r + "/")
 
 
 def build_policy(

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from gtd.sandbox.policy import SandboxPolicy
+from gtd.sandbox.containment import inside
 
 _PRIVATE_ALIASES = ("/tmp", "/var", "/etc")
 
@@ -29,22 +30,18 @@ def _q(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def render_profile(policy: SandboxPolicy, *, proxy_port: int) -> str:
     if policy.unrestricted:
         raise ValueError("level full / disabled sandbox has no profile: the command runs unsandboxed")
     writable = [macos_path(p) for p in policy.writable]
     protected = sorted({macos_path(p) for p in policy.protected})
     deny_read = sorted({macos_path(p) for p in policy.deny_read})
-    guarded = [p for p in protected if any(_inside(p, w) for w in writable)]
+    guarded = [p for p in protected if any(inside(p, w) for w in writable)]
     ancestors: set[str] = set()
     for p in guarded:
-        root = max((w for w in writable if _inside(p, w)), key=len)
+        root = max((w for w in writable if inside(p, w)), key=len)
         parent = os.path.dirname(p)
-        while _inside(parent, root) and parent != root:
+        while inside(parent, root) and parent != root:
             ancestors.add(parent)
             parent = os.path.dirname(parent)
         ancestors.add(root)

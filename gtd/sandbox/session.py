@@ -313,24 +313,24 @@ class SandboxSession:
         something to bind), never through a symlink (hostcreate). Any other missing writable path is
         left alone: what it should be (file or directory) is only known once the agent tries to write
         it, and its approval creates it."""
-        from gtd.sandbox.bwrap import _inside, _strictly_inside
+        from gtd.sandbox.containment import inside, strictly_inside
         from gtd.sandbox.hostcreate import create_empty_file, existing_prefix, make_dirs
 
         policy = self.policy
         phase_file = policy.workspace / PHASE_FILES[policy.phase] if policy.phase in PHASE_FILES else None
         for w in policy.writable:
-            if os.path.lexists(w) or any(_inside(w, p) for p in policy.protected):
+            if os.path.lexists(w) or any(inside(w, p) for p in policy.protected):
                 continue
-            if any(_inside(w, d) and not _strictly_inside(w, d) for d in policy.deny_read):
+            if any(inside(w, d) and not strictly_inside(w, d) for d in policy.deny_read):
                 continue
-            if _inside(w, policy.workspace):
+            if inside(w, policy.workspace):
                 base = policy.workspace
                 target = w
             else:  # the user's own symlinks outside the workspace are honoured, then checked again
                 prefix, rest = existing_prefix(w)
                 base = Path(os.path.realpath(prefix))
                 target = base.joinpath(*rest)
-                if any(_inside(target, p) for p in policy.protected):
+                if any(inside(target, p) for p in policy.protected):
                     continue
             try:
                 if w == phase_file:
