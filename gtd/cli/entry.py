@@ -149,7 +149,7 @@ def _fast_workflow(argv: list[str]) -> Callable[[], None] | None:
         from pathlib import Path
 
         from gtd.cli.run_options import RunOptions
-        from gtd.cli.workflow_run import workflow
+        from gtd.cli.workflow_run import run_phase
 
         _root(split[0])
         run_options = RunOptions(
@@ -158,19 +158,7 @@ def _fast_workflow(argv: list[str]) -> Callable[[], None] | None:
             directory=Path(str(options["-C"])) if "-C" in options else None,
             **{field: True for name, field in _RUN_FLAGS.items() if name in options})
         try:
-            with workflow(run_options) as ctx:
-                if command == "plan":
-                    from gtd.workflow.plan import plan
-
-                    plan(ctx, goal)
-                elif command == "build":
-                    from gtd.workflow.build import build, build_step
-
-                    build_step(ctx) if one else build(ctx)
-                else:
-                    from gtd.workflow.learn import learn
-
-                    learn(ctx)
+            run_phase(run_options, command, goal=goal, one=one)
         except EOFError:  # end of input at a question: what click makes of it under typer
             from gtd.terminal_text import write
 

@@ -9,7 +9,7 @@ import typer
 from gtd.cli import options as opt
 from gtd.cli.context import stdout
 from gtd.cli.options import RunOptions
-from gtd.cli.workflow_run import next_step, workflow  # noqa: F401 - next_step: the root command's
+from gtd.cli.workflow_run import next_step, run_phase, workflow  # noqa: F401 - next_step: the root command's
 
 
 RUN_COMMANDS = ("plan", "build", "learn")  # the commands that take the run options before them too
@@ -33,11 +33,8 @@ def register(app: typer.Typer) -> None:
           gtd plan --provider claude --model opus
           gtd plan --json > events.jsonl   # JSONL events for scripts
         """
-        from gtd.workflow.plan import plan
-
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
-                                 json_events).merged(typer_ctx.obj)) as ctx:
-            plan(ctx, goal)
+        run_phase(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                             json_events).merged(typer_ctx.obj), "plan", goal=goal)
 
     @app.command("build")
     def build_cmd(
@@ -56,11 +53,8 @@ def register(app: typer.Typer) -> None:
           gtd build --one            # only the next item
           gtd build --non-interactive --json   # CI: never asks, exit 4 if approval is needed
         """
-        from gtd.workflow.build import build, build_step
-
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
-                                 json_events).merged(typer_ctx.obj)) as ctx:
-            build_step(ctx) if one else build(ctx)
+        run_phase(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                             json_events).merged(typer_ctx.obj), "build", one=one)
 
     @app.command("learn")
     def learn_cmd(
@@ -76,11 +70,8 @@ def register(app: typer.Typer) -> None:
         
           gtd learn
         """
-        from gtd.workflow.learn import learn
-
-        with workflow(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
-                                 json_events).merged(typer_ctx.obj)) as ctx:
-            learn(ctx)
+        run_phase(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
+                             json_events).merged(typer_ctx.obj), "learn")
 
     @app.command("status")
     def status_cmd(

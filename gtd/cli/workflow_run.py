@@ -67,3 +67,21 @@ def next_step(options: RunOptions, run_all: bool) -> None:
             run_until_blocked(ctx, max_steps=ctx.config.max_build_steps + 4)
         else:
             run_next(ctx)
+
+
+def run_phase(options: RunOptions, command: str, *, goal: str | None = None, one: bool = False) -> None:
+    """`gtd plan [GOAL]`, `gtd build [--one]` or `gtd learn`, however the command line was parsed
+    (typer's commands in cli/workflow_cmds.py, or the fast parser in cli/entry.py)."""
+    with workflow(options) as ctx:
+        if command == "plan":
+            from gtd.workflow.plan import plan
+
+            plan(ctx, goal)
+        elif command == "build":
+            from gtd.workflow.build import build, build_step
+
+            build_step(ctx) if one else build(ctx)
+        else:
+            from gtd.workflow.learn import learn
+
+            learn(ctx)
