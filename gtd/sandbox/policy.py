@@ -20,13 +20,13 @@ from gtd.config.defaults import DEFAULT_DENY_READ
 from gtd.config.levels import Level, Phase
 from gtd.providers.base import SandboxNeeds
 from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
+from gtd.sandbox.containment import inside
 from gtd.sandbox.credential_files import CredentialFile, RefusedCredential, resolve_credential_files
 from gtd.sandbox.domains import parse_rule
 from gtd.sandbox.gitguard import GitState
 from gtd.sandbox.limits import ResourceLimits
 from gtd.sandbox.registries import Registry, user_registries
 from gtd.sandbox.protected import home_protected_paths, repo_protected_paths
-from gtd.sandbox.containment import inside
 
 if TYPE_CHECKING:
     from gtd.config.schema import GtdConfig  # or a ConfigView over validated values: no pydantic needed

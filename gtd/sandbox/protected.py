@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from gtd.sandbox.containment import strictly_inside
 from gtd.sandbox.gitguard import GitState, work_tree_dirs
 from gtd.workspace_files import read_metadata_text
 
@@ -353,9 +354,9 @@ def path_dirs_in_home(home: Path, workspace: Path) -> list[Path]:
         if not entry or not os.path.isabs(entry):
             continue
         p = Path(os.path.normpath(entry))
-        if p == home or not str(p).startswith(str(home).rstrip("/") + "/"):
+        if not strictly_inside(p, home):
             continue
-        if workspace != home and str(p).startswith(str(workspace).rstrip("/") + "/"):
+        if workspace != home and strictly_inside(p, workspace):
             continue
         found.append(p)
     return found

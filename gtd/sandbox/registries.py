@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from gtd.sandbox.containment import inside
 from gtd.workspace_files import read_metadata_text
 
 # Variables that configure where the package managers download from (values are URLs or host lists).
@@ -118,7 +119,7 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None,
     def add(tool: str, origin: str, *values: str, source: Path | None = None) -> None:
         if root is not None and source is not None:
             real = os.path.realpath(source)
-            if real == root or real.startswith(root.rstrip("/") + "/"):
+            if inside(real, root):
                 return
         for value in values:
             for url in _urls(value):

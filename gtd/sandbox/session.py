@@ -23,6 +23,7 @@ from typing import Callable, Literal, Sequence
 
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
+from gtd.sandbox.containment import inside, strictly_inside
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
@@ -313,7 +314,6 @@ class SandboxSession:
         something to bind), never through a symlink (hostcreate). Any other missing writable path is
         left alone: what it should be (file or directory) is only known once the agent tries to write
         it, and its approval creates it."""
-        from gtd.sandbox.containment import inside, strictly_inside
         from gtd.sandbox.hostcreate import create_empty_file, existing_prefix, make_dirs
 
         policy = self.policy
@@ -579,7 +579,7 @@ def _tls_trust(environ, deny_read) -> dict[str, str]:
         if not os.path.isabs(value) or not os.path.exists(real):
             continue
         spellings = {real, os.path.normpath(value)}
-        if any(p == str(d) or p.startswith(str(d).rstrip("/") + "/") for d in deny_read for p in spellings):
+        if any(inside(p, d) for d in deny_read for p in spellings):
             continue
         found[key] = value
     return found

@@ -234,18 +234,23 @@ def _commit_summary(repo: Path, sha: str) -> tuple[str, tuple[str, ...]] | None:
         out = git(repo, "show", "--no-renames", "--name-status", "--format=%s%x00", sha, check=False)
         if "\0" not in out:
             return None
-        first, rest = out.split("\0", 1)
-        _SUMMARIES[key] = (first.strip(), tuple(line for line in rest.splitlines() if line.strip()))
+        _SUMMARIES[key] = _subject_and_files(out)
     return _SUMMARIES[key]
+
+
+def _subject_and_files(out: str) -> tuple[str, tuple[str, ...]]:
+    """`git show --name-status --format=%s%x00` output: the subject, then one line per changed file."""
+    subject, rest = out.split("\0", 1)
+    return subject.strip(), tuple(line for line in rest.splitlines() if line.strip())
 
 
 def _head_summary(repo: Path) -> str:
     """HEAD's full name, its subject and changed files remembered from the same git run: every commit gtd
     makes is shown with them right after (git.subject, git.commit_files), so this is one run, not two."""
     out = git(repo, "show", "--no-renames", "--name-status", "--format=%H%x00%s%x00", "HEAD")
-    sha, subject, rest = out.split("\0", 2)
+    sha, rest = out.split("\0", 1)
     sha = sha.strip()
-    _SUMMARIES[(repo, sha)] = (subject.strip(), tuple(line for line in rest.splitlines() if line.strip()))
+    _SUMMARIES[(repo, sha)] = _subject_and_files(rest)
     return sha
 
 
