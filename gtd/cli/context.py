@@ -57,7 +57,14 @@ def _trust_inputs():
     return [user_state_dir() / "trust.json"]  # escalation/trust.py TRUST_FILE: what the filter reads
 
 
+def _trust_ignores_path(values):
+    from gtd.escalation.trust import filter_ignores_path
+
+    return filter_ignores_path(values)
+
+
 _trust_filter.cache_inputs = _trust_inputs
+_trust_filter.ignores_path = _trust_ignores_path  # config/loader.py: such loads are cached for any project directory
 
 
 def config_flags(provider: str | None, model: str | None) -> dict:

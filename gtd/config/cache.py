@@ -7,6 +7,11 @@ their paths, the flags, and the bytes of gtd's own config code and pydantic's ve
 any of them is a different key, so an edited file is always validated again and an invalid config
 can never come back from the cache. Entries live in gtd's state directory, which the sandbox
 cannot write; a damaged entry is a miss.
+
+A relocatable key names the project directory's files by their names instead of their paths, so the
+same bytes in another project (every fresh clone without a `.gtdrc.json`, a template's config) are
+one entry: the loader uses it only for loads whose result provably does not depend on where the
+project is (config/loader.py).
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ def _code_fingerprint(digest: "hashlib._Hash") -> None:
         _add_file(digest, Path(spec.origin).parent / "version.py")
 
 
-def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None) -> None:
-    digest.update(str(path).encode() + b"\0")
+def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None, relocatable: bool = False) -> None:
+    in_workspace = workspace is not None and path.parent == workspace
+    digest.update((path.name if in_workspace and relocatable else str(path)).encode() + b"\0")
     try:
-        if workspace is not None and path.parent == workspace:  # the project config: never followed, capped
+        if in_workspace:  # the project config: never followed, capped
             from gtd import workspace_files
 
             data = workspace_files.read_bytes(workspace, path.name)
@@ -55,13 +61,15 @@ def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None
     digest.update(b"\0")
 
 
-def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None) -> str:
+def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None, *, relocatable: bool = False) -> str:
     """sha256 over gtd's config code, each file's path and exact bytes (or absence), and `extra` (JSON).
-    Files directly in `workspace` (the project config) are read through gtd.workspace_files."""
+    Files directly in `workspace` (the project config) are read through gtd.workspace_files; with
+    `relocatable`, they are named by their names alone (`extra` must not name the workspace either)."""
     digest = hashlib.sha256()
+    digest.update(b"relocatable\0" if relocatable else b"exact\0")
     _code_fingerprint(digest)
     for path in files:
-        _add_file(digest, path, workspace)
+        _add_file(digest, path, workspace, relocatable)
     digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 

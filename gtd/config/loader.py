@@ -176,40 +176,54 @@ def load_config(
 ) -> LoadedConfig:
     """The effective config. With `cache_dir`, a load whose inputs are byte-for-byte the same as an
     earlier valid one is answered from the cache without pydantic (see config/cache.py); a project
-    filter is then only cached if it names the files it reads (`project_filter.cache_inputs()`)."""
+    filter is then only cached if it names the files it reads (`project_filter.cache_inputs()`).
+
+    A load whose result does not depend on where the project is (see `_load`) is stored under a
+    relocatable key: the same bytes in another directory (a fresh repository's first gtd command) are
+    answered from it, its project layers' paths joined to this project's directory."""
     cwd = Path(cwd or Path.cwd())
     repo_root = find_repo_root(cwd)
     user_path = user_file or user_config_file()
     project_path = (repo_root or cwd) / PROJECT_CONFIG_NAME
     filter_inputs = getattr(project_filter, "cache_inputs", None)
-    if cache_dir is not None and (project_filter is None or filter_inputs is not None):
-        from gtd.config import cache
+    if cache_dir is None or (project_filter is not None and filter_inputs is None):
+        return _load(repo_root, cwd, flags, project_filter, user_path, project_path)[0]
+    import os
 
-        from gtd.config.original import SCRIPT_FILES, project_candidates
+    from gtd.config import cache
+    from gtd.config.original import SCRIPT_FILES, project_candidates
 
-        root = project_path.parent
-        inputs = [user_path, project_path, *_original_user_files(), *project_candidates(root),
-                  *(root / name for name in SCRIPT_FILES), *(filter_inputs() if filter_inputs else [])]
-        import os
-
-        identity = {"repo": str(repo_root), "project": str(project_path.resolve()), "flags": flags or {},
-                    "env": os.environ.get(ORIGINAL_TEST_ENV),
-                    "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
-        key = cache.cache_key(inputs, identity, workspace=project_path.parent)
-        entry = cache.read(cache_dir, key)
-        if entry is not None:
-            layers = [ConfigLayer(name, Path(path) if path else None, values) for name, path, values in entry["layers"]]
-            return LoadedConfig(None, layers, repo_root, list(entry["warnings"]), values=entry["values"])
-        loaded = _load(repo_root, cwd, flags, project_filter, user_path, project_path)
-        cache.write(cache_dir, key, {"layers": [[layer.name, layer.path and str(layer.path), layer.values]
-                                                for layer in loaded.layers],
-                                     "warnings": loaded.warnings, "values": loaded.values})
-        return loaded
-    return _load(repo_root, cwd, flags, project_filter, user_path, project_path)
+    root = project_path.parent
+    outside = [user_path, *_original_user_files(), *(filter_inputs() if filter_inputs else [])]
+    inputs = [*outside, project_path, *project_candidates(root), *(root / name for name in SCRIPT_FILES)]
+    identity = {"repo": repo_root is not None, "flags": flags or {}, "env": os.environ.get(ORIGINAL_TEST_ENV),
+                "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
+    # Relocatable only while every file outside the project is named by its full path in the key.
+    portable = None if any(root in path.parents for path in outside) else \
+        cache.cache_key(inputs, identity, workspace=root, relocatable=True)
+    entry = portable and cache.read(cache_dir, portable)
+    exact = None
+    if entry is None:
+        identity.update(repo=str(repo_root), project=str(project_path.resolve()))
+        exact = cache.cache_key(inputs, identity, workspace=root)
+        entry = cache.read(cache_dir, exact)
+    if entry is not None:
+        layers = [ConfigLayer(name, root / path if path else None, values) for name, path, values in entry["layers"]]
+        return LoadedConfig(None, layers, repo_root, list(entry["warnings"]), values=entry["values"])
+    loaded, anywhere = _load(repo_root, cwd, flags, project_filter, user_path, project_path)
+    key = portable if portable and anywhere else exact
+    stored = [[layer.name, layer.path and str(layer.path.relative_to(root) if key == portable and layer.path.parent == root
+                                               else layer.path), layer.values] for layer in loaded.layers]
+    cache.write(cache_dir, key, {"layers": stored, "warnings": loaded.warnings, "values": loaded.values})
+    return loaded
 
 
 def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, project_filter: ProjectFilter | None,
-          user_path: Path, project_path: Path) -> LoadedConfig:
+          user_path: Path, project_path: Path) -> tuple[LoadedConfig, bool]:
+    """The load, and whether its result holds for the same files in any project directory: no project
+    file warned (warnings name the file) and the filter's answer did not depend on the file's path
+    (`project_filter.ignores_path(values)`; a filter without it is taken to depend on it). The project
+    layers' own paths are the only other place the directory appears."""
     from gtd.config.schema import GtdConfig
     from gtd.config.validation import validate_layer
 
@@ -219,6 +233,7 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
 
     layers = [ConfigLayer(DEFAULTS, None, GtdConfig().model_dump(by_alias=True, mode="json"))]
     warnings: list[str] = []
+    anywhere = True
 
     for path in _original_user_files():
         found_layer = _original_layer("user (original gtd)", path, None)
@@ -231,6 +246,17 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
         layers.append(layer)
         warnings += found
 
+    def project_layer(layer: ConfigLayer, found: list[str]) -> None:
+        nonlocal anywhere
+        if project_filter is not None:
+            ignores_path = getattr(project_filter, "ignores_path", None)
+            anywhere = anywhere and ignores_path is not None and ignores_path(layer.values)
+            layer.values, filtered = project_filter(layer.path, layer.values)
+            found = found + filtered
+        anywhere = anywhere and not found
+        warnings.extend(found)
+        layers.append(layer)
+
     root = project_path.parent
     _refuse_scripts(root)
     test_env = os.environ.get(ORIGINAL_TEST_ENV)
@@ -241,20 +267,10 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
     for path in project_candidates(root):
         found_layer = _original_layer("project (original gtd)", path, root)
         if found_layer:
-            layer, found = found_layer
-            warnings += found
-            if project_filter is not None:
-                layer.values, filtered = project_filter(path, layer.values)
-                warnings += filtered
-            layers.append(layer)
+            project_layer(*found_layer)
 
     if _project_file_there(project_path.parent):
-        layer, found = _file_layer("project", project_path, workspace=project_path.parent)
-        warnings += found
-        if project_filter is not None:
-            layer.values, filtered = project_filter(project_path, layer.values)
-            warnings += filtered
-        layers.append(layer)
+        project_layer(*_file_layer("project", project_path, workspace=project_path.parent))
 
     if flags:
         layers.append(ConfigLayer(FLAGS, None, validate_layer(flags, "command line")))
@@ -262,4 +278,4 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = merge(merged, layer.values)
-    return LoadedConfig(GtdConfig.model_validate(merged), layers, repo_root, warnings)
+    return LoadedConfig(GtdConfig.model_validate(merged), layers, repo_root, warnings), anywhere

@@ -177,12 +177,18 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
     return kept
 
 
+def filter_ignores_path(values: dict[str, Any]) -> bool:
+    """Whether filter_untrusted_project answers the same for these values whatever the file's path:
+    nothing in them loosens the sandbox, so the trust store (kept per path) is not consulted."""
+    return not loosening_entries(values)
+
+
 def filter_untrusted_project(path: Path, values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The config loader's project filter: drop loosening from an untrusted (or changed) file,
     except the entries the user approved one by one."""
-    loosening = loosening_entries(values)
-    if not loosening:
+    if filter_ignores_path(values):
         return values, []
+    loosening = loosening_entries(values)
     store = TrustStore()
     if store.is_trusted(path):
         return values, []

@@ -16,7 +16,8 @@ def _load_in_fresh_process(repo) -> dict:
     """Values and whether pydantic was needed, from a new interpreter (as the CLI would)."""
     code = ("import json, sys\nfrom gtd.cli.context import load\nfrom gtd.cli.options import RunOptions\n"
             "loaded = load(RunOptions())\n"
-            "print(json.dumps({'values': loaded.values, 'warnings': loaded.warnings, 'pydantic': 'pydantic' in sys.modules}))")
+            "print(json.dumps({'values': loaded.values, 'warnings': loaded.warnings, 'pydantic': 'pydantic' in sys.modules,"
+            " 'files': [str(path) for path in loaded.files]}))")
     result = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, env=os.environ.copy())
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -29,6 +30,60 @@ def test_second_load_of_unchanged_files_needs_no_pydantic(repo):
     assert first["pydantic"] is True  # validated the first time
     assert second["pydantic"] is False  # answered from the cache
     assert second["values"] == first["values"] and second["values"]["testCommand"] == "make check"
+
+
+def _another_repo(tmp_path, name: str):
+    other = tmp_path / name
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    return other
+
+
+def test_the_same_project_file_in_another_repository_needs_no_pydantic(repo, tmp_path):
+    """A fresh repository's first command: the same bytes validated in another project are not validated again,
+    and the project layer names this repository's file."""
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
+    assert _load_in_fresh_process(repo)["pydantic"] is True
+    other = _another_repo(tmp_path, "other")
+    (other / ".gtdrc.json").write_text(json.dumps({"testCommand": "make check"}))
+    moved = _load_in_fresh_process(other)
+    assert moved["pydantic"] is False and moved["values"]["testCommand"] == "make check"
+    assert str(other / ".gtdrc.json") in moved["files"] and str(repo / ".gtdrc.json") not in moved["files"]
+    (other / ".gtdrc.json").write_text(json.dumps({"testCommand": "make test"}))  # other bytes: validated
+    changed = _load_in_fresh_process(other)
+    assert changed["pydantic"] is True and changed["values"]["testCommand"] == "make test"
+
+
+def test_a_repository_without_a_project_file_is_answered_from_another_one(repo, tmp_path):
+    assert _load_in_fresh_process(repo)["pydantic"] is True
+    other = _another_repo(tmp_path, "other")
+    assert _load_in_fresh_process(other)["pydantic"] is False
+    (other / "package.json").write_text(json.dumps({"gtd": {"testCommand": "npm test"}}))  # the original's file
+    assert _load_in_fresh_process(other)["values"]["testCommand"] == "npm test"
+
+
+def test_trust_is_never_carried_to_the_same_bytes_in_another_repository(repo, tmp_path):
+    """Loosening depends on the trust store's record for that very path: such loads are keyed by the path."""
+    loosening = json.dumps({"sandbox": {"phases": {"build": "network"}}})
+    (repo / ".gtdrc.json").write_text(loosening)
+    assert run_gtd("trust", cwd=repo).returncode == 0
+    assert _load_in_fresh_process(repo)["values"]["sandbox"]["phases"]["build"] == "network"
+    other = _another_repo(tmp_path, "other")
+    (other / ".gtdrc.json").write_text(loosening)
+    untrusted = _load_in_fresh_process(other)
+    assert untrusted["values"]["sandbox"]["phases"]["build"] == "readwrite"
+    assert any(str(other / ".gtdrc.json") in w and "not trusted" in w for w in untrusted["warnings"])
+    assert _load_in_fresh_process(repo)["values"]["sandbox"]["phases"]["build"] == "network"
+
+
+def test_a_warning_names_the_file_of_the_repository_it_is_about(repo, tmp_path):
+    legacy = json.dumps({"agentForbiddenTools": ["Bash"]})
+    (repo / ".gtdrc.json").write_text(legacy)
+    assert any(str(repo / ".gtdrc.json") in w for w in _load_in_fresh_process(repo)["warnings"])
+    other = _another_repo(tmp_path, "other")
+    (other / ".gtdrc.json").write_text(legacy)
+    warnings = _load_in_fresh_process(other)["warnings"]
+    assert any(str(other / ".gtdrc.json") in w for w in warnings)
+    assert not any(str(repo / ".gtdrc.json") in w for w in warnings)
 
 
 def test_an_edit_is_seen_even_with_the_same_size_and_mtime(repo):
