@@ -286,9 +286,7 @@ def write_bytes(root: Path, path: str | os.PathLike, data: bytes, *, make_parent
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise _refuse_kind(parent.shown, st.st_mode)
         mode = stat.S_IMODE(st.st_mode) if st is not None else NEW_FILE_MODE
-        import secrets  # here: reading (every command) needs no random names
-
-        tmp = f".{parent.name[:200]}.{secrets.token_hex(6)}.gtd-tmp"
+        tmp = f".{parent.name[:200]}.{os.urandom(6).hex()}.gtd-tmp"  # secrets.token_hex(6), without its imports
         fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=parent.fd)
         try:
             try:

@@ -24,10 +24,8 @@ from gtd.providers.base import AgentRequest
 from gtd.providers.events import AgentEvent, EventKind
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
-from gtd.sandbox.hints import misleading_error_hints
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
-from gtd.sandbox.violations import denied_write_paths
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
@@ -108,6 +106,10 @@ class PhaseAgent:
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
+                    # Read out of failed tool calls only: their patterns cost ~15 ms to compile.
+                    from gtd.sandbox.hints import misleading_error_hints
+                    from gtd.sandbox.violations import denied_write_paths
+
                     for path in denied_write_paths(event.text or ""):
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
                     for hint in misleading_error_hints(event.text or "", policy):
@@ -256,7 +258,11 @@ class PhaseAgent:
                                   seconds=round(seconds, 4))
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
-            hints = misleading_error_hints(output, policy) if done.returncode != 0 else []
+            hints = []
+            if done.returncode != 0:
+                from gtd.sandbox.hints import misleading_error_hints
+
+                hints = misleading_error_hints(output, policy)
             if hints:  # a refused write dressed up as a network error: say so, and ask for no host
                 for hint in hints:
                     self.ctx.progress.warn(hint)
