@@ -191,15 +191,17 @@ def _literal_pattern(path: str) -> str | None:
 
 
 def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
-    """Make the index HEAD plus exactly these files and these partial patches (hunks of a file)."""
+    """Make the index HEAD plus exactly these files and these partial patches (hunks of a file, as
+    diffs_from_head reads them: bytes that are not UTF-8 held as lone surrogates)."""
     git(repo, "read-tree", "HEAD") if has_commits(repo) else git(repo, "read-tree", "--empty")
     if files:
         git(repo, "--literal-pathspecs", "add", "-A", "--", *files)
     for path, patch in patches.items():
-        result = subprocess.run(["git", *NO_HOOKS, "apply", "--cached", "--recount", "-"], cwd=repo, input=patch,
-                                capture_output=True, text=True)
+        result = subprocess.run(["git", *NO_HOOKS, "apply", "--cached", "--recount", "-"], cwd=repo,
+                                input=patch.encode("utf-8", "surrogateescape"), capture_output=True)
         if result.returncode != 0:
-            raise GtdError(f"could not separate your fix from your feedback in {path}: {result.stderr.strip()}")
+            why = result.stderr.decode("utf-8", "replace").strip()
+            raise GtdError(f"could not separate your fix from your feedback in {path}: {why}")
 
 
 def commit_staged(repo: Path, message: str) -> str | None:
@@ -286,12 +288,13 @@ def diffs_from_head(repo: Path, paths: list[str]) -> dict[str, str]:
     The output is cut at its `diff --git a/PATH b/PATH` lines, matched whole against the paths asked
     for, in bytes split at newlines only: content cannot fake a header (its lines start with ' ', '+',
     '-' or '\\'; a carriage return inside one is not a line end). A path git would quote in a header
-    (non-ASCII, control characters, quotes, backslashes) gets a run of its own."""
+    (non-ASCII, control characters, quotes, backslashes) gets a run of its own. Each patch is git's bytes
+    exactly (CRLF kept, bytes that are not UTF-8 as lone surrogates), so its hunks apply back to the file."""
     def quoted(path: str) -> bool:
         return not path.isascii() or '"' in path or "\\" in path or any(ord(c) < 0x20 or ord(c) == 0x7f for c in path)
 
-    def text(data: bytes) -> str:  # as git() reads its output (universal newlines)
-        return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    def text(data: bytes) -> str:  # exact: a patch applied back (stage_only) must match the file byte for byte
+        return data.decode("utf-8", errors="surrogateescape")
 
     def patch(*names: str) -> bytes:
         return subprocess.run(["git", *NO_HOOKS, "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],

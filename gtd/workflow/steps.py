@@ -193,7 +193,7 @@ def _plan_content(lines: list[str]) -> list[str]:
 def _hunks(diff: str) -> tuple[str, list[str]]:
     """A one-file diff split into its header and its hunks."""
     header, hunks = [], []
-    for line in diff.splitlines(keepends=True):
+    for line in re.findall(r"[^\n]*\n|[^\n]+\Z", diff):  # patch lines end at "\n" only ("\r" is content)
         if line.startswith("@@"):
             hunks.append(line)
         elif hunks:
@@ -205,7 +205,7 @@ def _hunks(diff: str) -> tuple[str, list[str]]:
 
 def _adds_marker_text(hunk: str) -> bool:
     return any(line.startswith("+") and not line.startswith("+++") and MARKER_RE.search(line)
-               for line in hunk.splitlines())
+               for line in hunk.split("\n"))
 
 
 def _split(repo: Path, changed: list[git.Change]) -> _Split:

@@ -13,9 +13,9 @@ from support import git
 
 
 def alone(repo, path: str) -> str:
-    """The patch of one file from a git run of its own (what gtd ran per file before)."""
+    """The patch of one file from a git run of its own (what gtd ran per file before), byte for byte."""
     return subprocess.run(["git", "--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
-                           "HEAD", "--", path], cwd=repo, capture_output=True, text=True).stdout
+                           "HEAD", "--", path], cwd=repo, capture_output=True).stdout.decode("utf-8", "surrogateescape")
 
 
 def test_each_file_gets_the_patch_a_diff_of_it_alone_gives(repo):

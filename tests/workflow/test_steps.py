@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from support import git
 
 import pytest
@@ -176,6 +178,27 @@ def test_commit_human_edits_reads_each_diff_once(repo, monkeypatch):
     assert edits.step == Step.FEEDBACK
     assert reads == [["README.md", "app.py"]]
     assert "handle negative numbers" in git(repo, "show", "HEAD", "--format=")
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_fix_and_feedback_hunks_separate_in_files_that_are_not_utf8(repo, newline):
+    """A file in Latin-1 (or with CRLF line ends, or a lone carriage return in a line) splits into
+    a fix commit and a feedback commit like any other: its hunks apply back byte for byte."""
+    lines = [b"# caf\xe9 line %d" % i + (b"\r" if i == 10 else b"") + newline for i in range(30)]
+    (repo / "legacy.py").write_bytes(b"".join(lines))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "legacy")
+    edited = list(lines)
+    edited[2] = b"# fixed by hand \xe9t\xe9" + newline
+    edited[25] = lines[25] + b"# TODO: r\xe9sum\xe9 handling" + newline
+    (repo / "legacy.py").write_bytes(b"".join(edited))
+    edits = commit_human_edits(repo)
+    assert edits.step == Step.FEEDBACK and len(edits.commits) == 2
+    assert subjects(repo)[:2] == ["💬 feedback: legacy.py", "🔧 fix: legacy.py"]
+    fixed = subprocess.run(["git", "show", "HEAD~1:legacy.py"], cwd=repo, capture_output=True).stdout
+    assert fixed == b"".join(edited[:25] + [lines[25]] + edited[26:])
+    assert (repo / "legacy.py").read_bytes() == b"".join(edited)
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_absorbing_markers_leaves_files_it_cuts_nothing_from_alone(repo):
