@@ -15,12 +15,15 @@ transfers ran back to back), with the lowest and highest round beside it.
    through the proxy port with CONNECT and through the transparent-interception path (a client that
    ignores proxy variables dials the address itself), against the same client run outside.
 
-With `--relay-from REV` the in-process half also runs CONNECT through a second proxy whose relay is
-gtd/sandbox/relay.py as it was at git revision REV, in the same rounds: a before/after on one machine
-state. With `--load N`, N busy loops (one process each) run for the whole measurement, so "under load"
+With `--relay-from REV` the in-process half also runs CONNECT through a second proxy built from
+gtd/sandbox/proxy.py and relay.py as they were at git revision REV, in the same rounds: a before/after on
+one machine state. With `--load N`, N busy loops (one process each) run for the whole measurement, so "under load"
 is the same load for every case; the load average is printed before and after either way.
 
-Target (issue 13): proxied throughput >= 80 % of direct. Nothing here asserts a time.
+Target (issue 13): proxied throughput >= 80 % of direct, judged on the data phase: size / (curl's
+time_total - time_starttransfer), the body moving from its first byte to its last. The whole download
+(time_total, set-up included) is a row of its own, and so is the time to the first byte beside the set-up
+probe: the set-up cost is shown, not hidden. Nothing here asserts a time.
 
 Run: .venv/bin/python benchmarks/bench_proxy.py [--sizes 4,32,128] [--runs 7] [--connects 200] [--no-sandbox]
          [--relay-from REV] [--load N]
@@ -155,9 +158,13 @@ def start_servers(directory: Path) -> tuple[subprocess.Popen, int, int]:
 
 # -- measuring ---------------------------------------------------------------------------------------
 
-def curl_seconds(run, url: str, flags: list[str]) -> float:
-    out = run(["curl", "-sS", *flags, "-o", "/dev/null", "-w", "%{time_total}", url])
-    return float(out)
+def curl_timers(run, url: str, flags: list[str]) -> tuple[float, float]:
+    """curl's (time_starttransfer, time_total) in seconds: the first byte of the response, the last.
+    Before the first byte lie the connection's set-up (connect, the CONNECT exchange, the policy decision,
+    the dial) and the request's round trip; after it, only the body moving."""
+    out = run(["curl", "-sS", *flags, "-o", "/dev/null", "-w", "%{time_starttransfer} %{time_total}", url])
+    first, last = out.split()
+    return float(first), float(last)
 
 
 def local(argv: list[str]) -> str:
@@ -205,19 +212,40 @@ def cpu_rows(cpu: dict[str, list[float]], sizes: list[int], proxied: list[str], 
     return rows
 
 
-def throughput_rows(samples: dict[str, list[float]], sizes: list[int], baseline: str, proxied: list[str],
-                    label: str) -> list[tuple]:
+def data_phase(timers: tuple[float, float]) -> float:
+    """Seconds from the response's first byte to its last: what the 80 % target is judged on."""
+    return timers[1] - timers[0]
+
+
+def whole_download(timers: tuple[float, float]) -> float:
+    """Seconds from curl's start to the last byte: set-up included (reported beside the data phase)."""
+    return timers[1]
+
+
+def throughput_rows(samples: dict[str, list[tuple[float, float]]], sizes: list[int], baseline: str,
+                    proxied: list[str], label: str) -> list[tuple]:
+    """Per size: the data phase's throughput (judged against the target), the whole download's (reported)
+    and curl's time to the first byte (reported: the set-up a download pays once)."""
     rows = []
     for mb in sizes:
-        base = samples[f"{baseline} {mb}"]
-        rows.append((f"{label}: {baseline}, {mb} MB", f"{mb / statistics.median(base):.0f} MiB/s", "1.00x", "", None))
+        for what, seconds, target in (("data phase", data_phase, f">= {TARGET:.0%}"),
+                                      ("whole download", whole_download, "(reported)")):
+            base = [seconds(t) for t in samples[f"{baseline} {mb}"]]
+            rows.append((f"{label}: {baseline}, {mb} MB, {what}", f"{mb / statistics.median(base):.0f} MiB/s", "1.00x",
+                         "", None))
+            for name in proxied:
+                values = [seconds(t) for t in samples[f"{name} {mb}"]]
+                per_round = sorted(b / v for b, v in zip(base, values))  # each round's pair ran back to back
+                share = statistics.median(per_round)
+                rows.append((f"{label}: {name}, {mb} MB, {what}", f"{mb / statistics.median(values):.0f} MiB/s",
+                             f"{share:.0%} of direct ({per_round[0]:.0%}-{per_round[-1]:.0%})", target,
+                             share >= TARGET if what == "data phase" else None))
+        base = statistics.median(t[0] for t in samples[f"{baseline} {mb}"]) * 1e6
+        rows.append((f"{label}: {baseline}, {mb} MB, to first byte", f"{base:.0f} us", "1.00x", "", None))
         for name in proxied:
-            values = samples[f"{name} {mb}"]
-            per_round = sorted(b / v for b, v in zip(base, values))  # each round's pair ran back to back
-            share = statistics.median(per_round)
-            rows.append((f"{label}: {name}, {mb} MB", f"{mb / statistics.median(values):.0f} MiB/s",
-                         f"{share:.0%} of direct ({per_round[0]:.0%}-{per_round[-1]:.0%})", f">= {TARGET:.0%}",
-                         share >= TARGET))
+            value = statistics.median(t[0] for t in samples[f"{name} {mb}"]) * 1e6
+            rows.append((f"{label}: {name}, {mb} MB, to first byte", f"{value:.0f} us", f"+{value - base:.0f} us",
+                         "(reported)", None))
     return rows
 
 
@@ -231,19 +259,34 @@ def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[s
     return rows
 
 
-def relay_at(rev: str):
-    """gtd/sandbox/relay.py as it was at git revision `rev`, loaded as a module of its own."""
-    source = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "show", f"{rev}:gtd/sandbox/relay.py"],
+def module_at(rev: str, path: str, name: str):
+    """The module at `path` as it was at git revision `rev`, loaded under a name of its own."""
+    source = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "show", f"{rev}:{path}"],
                             capture_output=True, text=True, check=True).stdout
-    spec = importlib.util.spec_from_loader(f"relay_{rev}", loader=None)
+    spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f"relay.py@{rev}", "exec"), module.__dict__)
+    sys.modules[name] = module  # dataclasses look their module up there
+    exec(compile(source, f"{path}@{rev}", "exec"), module.__dict__)
     return module
+
+
+def proxy_at(rev: str):
+    """FilteringProxy of gtd/sandbox/proxy.py at `rev`, relaying with gtd/sandbox/relay.py at `rev` (its accept,
+    hand-shake and relay as they were; the policy modules it imports are today's)."""
+    relay = module_at(rev, "gtd/sandbox/relay.py", f"relay_{rev}")
+    today = sys.modules.get("gtd.sandbox.relay")
+    sys.modules["gtd.sandbox.relay"] = relay
+    try:
+        return module_at(rev, "gtd/sandbox/proxy.py", f"proxy_{rev}").FilteringProxy
+    finally:
+        if today is None:
+            del sys.modules["gtd.sandbox.relay"]
+        else:
+            sys.modules["gtd.sandbox.relay"] = today
 
 
 def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: int, relay_from: str | None,
                server_pid: int) -> list[tuple]:
-    from gtd.sandbox import proxy as proxy_module
     from gtd.sandbox.domains import DomainRules
     from gtd.sandbox.proxy import FilteringProxy
 
@@ -256,16 +299,11 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
              "plain HTTP proxy": ["--proxy", proxy_url]}
     old_proxy = None
     if relay_from:
-        # A second proxy on its own port whose connections are relayed by the old relay.py (the proxy module
-        # looks its pump up per connection, so the choice is made by the port the client connected to).
-        old = relay_at(relay_from)
-        old_proxy = FilteringProxy(rules, TOKEN)
+        # A second proxy on its own port, built from proxy.py and relay.py as they were at that revision.
+        old_proxy = proxy_at(relay_from)(rules, TOKEN)
         old_listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        old_port = old_listener.getsockname()[1]
-        new_pump = proxy_module._pump
-        proxy_module._pump = lambda a, b, **kw: (old.pump if a.getsockname()[1] == old_port else new_pump)(a, b, **kw)
         old_proxy.serve(old_listener)
-        old_url = f"http://gtd:{TOKEN}@127.0.0.1:{old_port}"
+        old_url = f"http://gtd:{TOKEN}@127.0.0.1:{old_listener.getsockname()[1]}"
         modes[f"CONNECT, relay at {relay_from}"] = ["--proxytunnel", "--proxy", old_url]
     probe_cmd = [sys.executable, "-c", PROBE]
 
@@ -275,7 +313,7 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
         return {f"CONNECT, relay at {relay_from}": lambda: float(local([*probe_cmd, mode, str(probe), str(count), "127.0.0.1",
                                                                         old_url]))}
     cpu: dict[str, list[float]] = {f"{name} {mb}": [] for mb in sizes for name in modes}
-    cases = {f"{name} {mb}": with_cpu(lambda flags=flags, mb=mb: curl_seconds(local, f"http://127.0.0.1:{files}/{mb}", flags),
+    cases = {f"{name} {mb}": with_cpu(lambda flags=flags, mb=mb: curl_timers(local, f"http://127.0.0.1:{files}/{mb}", flags),
                                       server_pid, cpu[f"{name} {mb}"])
              for mb in sizes for name, flags in modes.items()}
     samples = rounds(cases, runs)
@@ -293,7 +331,6 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, connects: in
     proxy.close()
     if old_proxy is not None:
         old_proxy.close()
-        proxy_module._pump = new_pump
     return (throughput_rows(samples, sizes, "direct", [name for name in modes if name != "direct"], "in process")
             + cpu_rows(cpu, sizes, [name for name in modes if name != "direct"], "in process")
             + latency_rows(latency, "direct", [name for name in latency if name != "direct"], "in process")
@@ -326,7 +363,7 @@ def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, connects: 
             "CONNECT": (inside, f"http://{REGISTRY}:{files}/{{mb}}", ["--proxytunnel"]),
             "intercepted": (inside, f"http://{REGISTRY}:{files}/{{mb}}", ["--noproxy", "*"]),
         }
-        cases = {f"{name} {mb}": (lambda run=run, url=url, flags=flags, mb=mb: curl_seconds(run, url.format(mb=mb), flags))
+        cases = {f"{name} {mb}": (lambda run=run, url=url, flags=flags, mb=mb: curl_timers(run, url.format(mb=mb), flags))
                  for mb in sizes for name, (run, url, flags) in modes.items()}
         samples = rounds(cases, runs)
         probe_cmd = [sys.executable, "-c", PROBE]
@@ -366,7 +403,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7, help="rounds (each measures every case once)")
     ap.add_argument("--connects", type=int, default=200, help="fresh connections per set-up probe")
     ap.add_argument("--no-sandbox", action="store_true", help="skip the from-inside-bwrap half")
-    ap.add_argument("--relay-from", metavar="REV", help="also CONNECT through relay.py as of this git revision")
+    ap.add_argument("--relay-from", metavar="REV", help="also CONNECT through proxy.py and relay.py as of this git revision")
     ap.add_argument("--load", type=int, default=0, metavar="N", help="run N busy loops during the measurement")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
