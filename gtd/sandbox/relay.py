@@ -27,6 +27,7 @@ on: EOF from one side becomes shutdown(SHUT_WR) on the other, and the other dire
 from __future__ import annotations
 
 import _thread
+import os
 import socket
 import threading
 
@@ -50,6 +51,16 @@ class _Parked:
 
 _parked: list[_Parked] = []
 _parked_lock = _thread.allocate_lock()
+
+
+def _forget_parked() -> None:
+    """In a forked child only the forking thread exists: a job handed to a parked thread would never run."""
+    global _parked_lock
+    _parked.clear()
+    _parked_lock = _thread.allocate_lock()
+
+
+os.register_at_fork(after_in_child=_forget_parked)
 
 
 def spawn(fn, *args) -> None:

@@ -204,3 +204,46 @@ def test_what_the_relay_writes_to_is_sent_without_waiting_for_acks():
     server.close()
     relay_thread.join(10)
     assert not relay_thread.is_alive()
+
+
+def test_a_finished_thread_runs_the_next_job_and_a_forked_child_starts_its_own():
+    """spawn() hands a job to a parked thread (the one that ran the last job), and in a forked child, where
+    that thread does not exist, a spawned job still runs."""
+    import time
+
+    ran = []
+    done = threading.Event()
+    relay.spawn(lambda: (ran.append(threading.get_ident()), done.set()))
+    assert done.wait(10)
+    deadline = time.monotonic() + 10
+    while not relay._parked and time.monotonic() < deadline:  # the thread parks right after its job
+        time.sleep(0.01)
+    done.clear()
+    relay.spawn(lambda: (ran.append(threading.get_ident()), done.set()))
+    assert done.wait(10)
+    assert ran[0] == ran[1]
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports by its exit status
+        child_done = threading.Event()
+        relay.spawn(child_done.set)
+        os._exit(0 if child_done.wait(5) else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_one_bulk_buffer_serves_transfer_after_transfer_byte_exact():
+    """Bulk buffers are reused: a download relayed after another (through the same reused buffer, with the
+    first one's bytes still in it) arrives exactly, shorter than the first or not."""
+    for size in (9 << 20, 5 << 20 | 12345):
+        client, proxy_in = _connected_pair()
+        proxy_out, server = _connected_pair()
+        payload = os.urandom(size)
+        relay_thread = threading.Thread(target=relay.copy, args=(proxy_out, proxy_in), daemon=True)
+        relay_thread.start()
+        threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
+        assert _read_all(client) == payload
+        relay_thread.join(10)
+        assert len(relay._free_bulk) >= 1  # the buffer went back for the next connection
+        client.close()
+        proxy_in.close()
+        proxy_out.close()
