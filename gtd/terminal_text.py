@@ -11,7 +11,9 @@ what a line seems to say, and rich markup (`[link=...]`, `[bold]`) restyles it. 
 - every console gtd prints through is a `SafeConsole`, whose last step makes any control
   character left in the text visible (gtd's own styling and cursor codes are not text, and pass);
 - the few commands that print without rich (to start fast) write through `write_styled()`, which
-  makes every segment's text visible and adds only gtd's own styles.
+  makes every segment's text visible and adds only gtd's own styles;
+- a line for a stream rich would not style (no terminal) is written as `plain_markup()` renders it,
+  when that provably equals rich's output (its text made visible the same way), else by rich.
 """
 
 from __future__ import annotations
@@ -47,9 +49,58 @@ def visible(text: Any, *, one_line: bool = False) -> str:
 
 def markup(text: Any, *, one_line: bool = False) -> str:
     """`text` safe to put inside a rich markup string: no control characters, no markup of its own."""
+    shown = visible(text, one_line=one_line)
+    if "[" not in shown and not shown.endswith("\\"):
+        return shown  # rich's escape changes only `[` and a trailing backslash: no need to import rich
     from rich.markup import escape  # here, not at the top: `gtd --help` must not pay for importing rich
 
-    return escape(visible(text, one_line=one_line))
+    return escape(shown)
+
+
+_PLAIN_STYLES = frozenset({"bold", "dim", "italic", "b", "i", "red", "green", "yellow", "blue", "cyan", "magenta"})
+_STYLE_TAG = re.compile(r"\[(/?)((?:[a-z]+(?: [a-z]+)*)?)\]")
+_EMOJI_CODE = re.compile(r":\S*?:")  # what rich may read as an emoji code (`:smile:`)
+
+
+def plain_markup(text: str) -> str | None:
+    """What a rich console that styles nothing prints for this markup string (without the line end),
+    worked out without rich for the markup gtd's own lines use: plain style tags (`[green]`, `[bold cyan]`,
+    `[/green]`, `[/]`), dropped. None for anything else (a backslash, a tab, any other bracket, an unmatched closing
+    tag, text rich may read as an emoji code): rich prints those (tests/terminal/test_plain_markup.py)."""
+    if "\\" in text or "\t" in text:
+        return None
+    tags = list(_STYLE_TAG.finditer(text))
+    if len(tags) != text.count("["):
+        return None
+    opened: list[str] = []
+    for tag in tags:
+        closing, name = tag.groups()
+        if not closing:
+            if not name or not _PLAIN_STYLES.issuperset(name.split(" ")):
+                return None
+            opened.append(name)
+        elif not name:
+            if not opened:
+                return None
+            opened.pop()
+        elif name in opened:
+            del opened[len(opened) - 1 - opened[::-1].index(name)]
+        else:
+            return None
+    plain = _STYLE_TAG.sub("", text)
+    return None if _EMOJI_CODE.search(plain) else visible(plain)
+
+
+def no_terminal(stream) -> bool:
+    """Whether rich, whatever its version, takes `stream` for no terminal and styles nothing on it:
+    not a TTY, and none of the variables that tell rich otherwise (TTY_COMPATIBLE, FORCE_COLOR,
+    TTY_INTERACTIVE) is set. Unsure is False."""
+    if any(os.environ.get(name) is not None for name in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE")):
+        return False
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def has_unsafe(text: str) -> bool:

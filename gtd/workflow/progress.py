@@ -21,14 +21,14 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
-
-from rich.console import Console, Group
-from rich.live import Live
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from gtd.providers.events import AgentEvent, EventKind, token_counts
 from gtd.terminal_text import markup, visible
+
+if TYPE_CHECKING:  # rich is imported for the live view only: plain lines need none (cli/context.py LazyConsole)
+    from rich.console import Console, Group
+    from rich.live import Live
 
 TAIL_LINES = 5  # lines of a running command's output kept on screen
 QUIET_SECONDS = 10  # after this long without a word from the agent (and no tool running), say so
@@ -339,7 +339,10 @@ class Progress:
     def _start_live(self) -> None:
         if not self.live_enabled or self._live is not None or self._paused or self.finished:
             return
-        self._live = Live(self, console=self.console, refresh_per_second=8, transient=True,
+        from rich.live import Live
+
+        console = self.console.real() if hasattr(self.console, "real") else self.console  # a LazyConsole's
+        self._live = Live(self, console=console, refresh_per_second=8, transient=True,
                           redirect_stdout=False, redirect_stderr=False)
         self._live.start()
 
@@ -357,6 +360,8 @@ class Progress:
         """The live status area (redrawn by rich.Live from its own thread). Never waits for the lock:
         whoever holds it may be stopping the Live, which waits for this thread."""
         if not self._lock.acquire(blocking=False):
+            from rich.console import Group
+
             return self._last_render or Group()
         try:
             self._last_render = self._render()
@@ -365,6 +370,9 @@ class Progress:
             self._lock.release()
 
     def _render(self) -> Group:
+        from rich.console import Group
+        from rich.text import Text
+
         now = time.monotonic()
         phase = self.phase_now
         status = Text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -206,3 +207,44 @@ def test_workflow_command_imports_neither_typer_nor_pydantic(repo):
     argv = ["build", "--provider", "scripted", "--non-interactive"]
     assert imported_heavy(argv, repo, env) == ["pydantic"]
     assert imported_heavy(argv, repo, env) == []
+
+
+PLAN = """# Hello
+
+## Action items
+- [ ] Say hello
+  - Tests: none
+
+## Open questions
+
+## Learnings
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_a_phase_without_a_terminal_prints_its_lines_without_rich(repo):
+    """On a stream rich would style nothing on (a pipe, no FORCE_COLOR), a phase's progress lines are the
+    plain text rich would print (terminal_text.plain_markup, checked against rich in tests/terminal), and
+    rich is never imported; told the stream is a terminal (FORCE_COLOR), rich prints them, styled."""
+    script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}]}
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(repo.parent / "script.json")}))
+    git_env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "configure gtd"], cwd=repo, check=True, env={**os.environ, **git_env})
+
+    def plan(goal: str, extra_env: dict) -> tuple[list[str], str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+        env.update(PROBE_HEAVY=json.dumps(["rich"]), **extra_env)
+        result = subprocess.run([sys.executable, "-c", PROBE, "plan", goal, "--non-interactive"], cwd=repo,
+                                capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
+        assert "PROBE:" in result.stderr, result.stderr
+        lines, heavy = result.stderr.rsplit("PROBE:", 1)
+        return json.loads(heavy), lines
+
+    heavy, lines = plan("say hello", {})
+    assert heavy == []
+    assert "✓ plan 1 item(s) in TODO.md" in lines and "summary (ok, " in lines and "\x1b[" not in lines
+    heavy, lines = plan("say hello again", {"FORCE_COLOR": "1"})
+    assert heavy == ["rich"]
+    assert "✓ plan" in lines and "\x1b[" in lines
