@@ -20,7 +20,6 @@ Run: .venv/bin/python benchmarks/bench_workload.py [--runs N]
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -53,6 +52,7 @@ def main() -> None:
     os.environ.update(env)
     try:
         from gtd.config.schema import GtdConfig, Level
+        from gtd.record import replace
         from gtd.sandbox.policy import build_policy
         from gtd.sandbox.session import open_sandbox
 
@@ -82,7 +82,7 @@ def main() -> None:
         session.close()
 
         def start(with_caches: bool):
-            p = policy if with_caches else dataclasses.replace(policy, caches=())
+            p = policy if with_caches else replace(policy, caches=())
 
             def run() -> None:
                 t = time.perf_counter()

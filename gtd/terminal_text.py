@@ -18,6 +18,7 @@ what a line seems to say, and rich markup (`[link=...]`, `[bold]`) restyles it. 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -26,8 +27,12 @@ from typing import Any, Iterable
 # C0 (but \t and \n), DEL, C1, the Unicode bidi/direction controls (Trojan-Source style reordering),
 # and lone surrogates: a name that is not UTF-8, as Python reads it (surrogateescape), which printing
 # would turn back into its raw bytes (0x9b is CSI on an 8-bit terminal) or into an encoding error.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Compiled at first use (~1 ms; `gtd sandbox run` usually prints nothing of its own).
+@functools.cache
+def _unsafe(one_line: bool = False) -> re.Pattern:
+    if one_line:
+        return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape_char(match: re.Match) -> str:
@@ -44,7 +49,7 @@ def _escape_char(match: re.Match) -> str:
 
 def visible(text: Any, *, one_line: bool = False) -> str:
     """`text` with control characters shown as escapes; `one_line` also escapes newlines and tabs."""
-    return (_UNSAFE_ONE_LINE if one_line else _UNSAFE).sub(_escape_char, str(text))
+    return _unsafe(one_line).sub(_escape_char, str(text))
 
 
 def markup(text: Any, *, one_line: bool = False) -> str:
@@ -104,7 +109,7 @@ def no_terminal(stream) -> bool:
 
 
 def has_unsafe(text: str) -> bool:
-    return _UNSAFE.search(text) is not None
+    return _unsafe().search(text) is not None
 
 
 def _safe_console_class():

@@ -8,7 +8,6 @@ its user files under the user config, its project files (and GTD_TEST_CMD) under
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -16,6 +15,7 @@ from gtd import workspace_files
 from gtd.config.merge import leaf_keys, merge
 from gtd.errors import ConfigError
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+from gtd.record import record
 
 if TYPE_CHECKING:
     from gtd.config.schema import GtdConfig
@@ -26,7 +26,7 @@ DEFAULTS = "defaults"
 FLAGS = "command line"
 
 
-@dataclass
+@record
 class ConfigLayer:
     name: str  # "defaults", "user", "project", "command line"
     path: Path | None

@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 import shutil
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gtd.config.levels import Phase
 from gtd.providers.events import AgentEvent
+from gtd.record import field, record
 
 
-@dataclass
+@record
 class AgentRequest:
     """One prompt for the agent in one phase."""
 
@@ -33,7 +33,7 @@ class AgentRequest:
     editable_paths: list[str] | None = None
 
 
-@dataclass
+@record
 class CommandSpec:
     """How to start the CLI for one request."""
 
@@ -42,7 +42,7 @@ class CommandSpec:
     stdin_data: bytes | None = None  # None means stdin is /dev/null
 
 
-@dataclass
+@record
 class SandboxNeeds:
     """What the provider needs from the sandbox at every level below `full`."""
 
@@ -63,7 +63,7 @@ class SandboxNeeds:
         self.credential_files.update(cloud.files)
 
 
-@dataclass
+@record
 class AgentOutcome:
     """The honest verdict on a finished run, from exit status *and* stream."""
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from gtd.record import field, record
 
 MAX_CONFIG_BYTES = 256 * 1024
 
@@ -49,13 +50,13 @@ KNOWN_HOSTS: dict[str, tuple[str, ...]] = {
 REGIONAL = ("amazon-bedrock", "google-vertex", "google-vertex-anthropic")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelHost:
     rule: str  # "host:port"
     origin: str  # where it was named, for `gtd sandbox explain`
 
 
-@dataclass
+@record
 class CliModelConfig:
     """What one CLI's user-level files say about models: its default model and the providers defined."""
 

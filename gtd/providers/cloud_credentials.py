@@ -23,9 +23,10 @@ gtd's environment; opencode and pi by the chosen model's provider (`amazon-bedro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
+
+from gtd.record import field, record
 
 BEDROCK = "Bedrock"
 VERTEX = "Vertex"
@@ -41,7 +42,7 @@ CLI_PROVIDERS = {"amazon-bedrock": BEDROCK, "google-vertex": VERTEX, "google-ver
 MAX_AWS_CONFIG_BYTES = 256 * 1024
 
 
-@dataclass
+@record
 class CloudCredentials:
     """What one chosen cloud provider needs inside the sandbox, and why (for `gtd sandbox explain`)."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 import json
 from typing import Any
+
+from gtd.record import field, record
 
 
 class EventKind(str, Enum):
@@ -18,7 +19,7 @@ class EventKind(str, Enum):
     RETRY = "retry"  # the CLI is retrying a failed API request itself (text: what failed, attempt)
 
 
-@dataclass
+@record
 class AgentEvent:
     kind: EventKind
     text: str | None = None

@@ -13,7 +13,6 @@ and turns each "stream error" of an agent's request into a retry event.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropi
                                      openai_base_url, with_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import OPENCODE_INTERACTIVE
+from gtd.record import replace
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                   "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GROQ_API_KEY",
@@ -112,7 +112,7 @@ class OpencodeProvider(Provider):
         _ensure_project_dir(Path(request.cwd))
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default
-            request = dataclasses.replace(request, model=own.model)
+            request = replace(request, model=own.model)
         argv = [self.executable_path() or self.executable, "run", "--print-logs", "--log-level", "ERROR",
                 "--format", "json", "--agent", AGENT]
         if request.model:

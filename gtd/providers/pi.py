@@ -9,7 +9,6 @@ so the outcome is read from the stream, not the exit status.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -22,6 +21,7 @@ from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropi
                                      openai_base_url, strip_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import PI_INTERACTIVE
+from gtd.record import replace
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",
                   "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "XAI_API_KEY",
@@ -81,7 +81,7 @@ class PiProvider(Provider):
     def command(self, request: AgentRequest) -> CommandSpec:
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs pi with its own agent dir: pass the person's default
-            request = dataclasses.replace(request, model=own.model)
+            request = replace(request, model=own.model)
         self.prepare(request, own)
         argv = [self.executable_path() or self.executable, "-p", "--mode", "json", "--tools", ",".join(TOOLS),
                 "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]

@@ -43,11 +43,11 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gtd import paths
 from gtd.errors import SandboxUnavailable
+from gtd.record import field, record
 from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
 from gtd.sandbox.containment import inside, strictly_inside
@@ -74,7 +74,7 @@ BASE_ARGS = (
 )
 
 
-@dataclass
+@record
 class MountPlan:
     args: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)  # created on the host by bwrap as mount points
@@ -151,7 +151,7 @@ def _wait_until_blocked(pid: int, timeout: float = 20.0) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WritableRoot:
     spelled: Path
     real: Path

@@ -26,17 +26,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
+from gtd.record import record
 from gtd.sandbox.containment import inside
 
 # Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
 _UNSAFE = set(",:\\ \t\n\"'#=")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolCache:
     tool: str  # "pip"
     path: Path  # the user's cache dir (the overlay's lower layer)
@@ -353,6 +352,8 @@ class CacheLayer:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
+            import tempfile  # here, as below: a readonly session (no package caches) never needs it
+
             self._throwaway = Path(tempfile.mkdtemp(prefix="session-", dir=self.layers))
             return self._throwaway
         self._lock_fd = fd
@@ -378,6 +379,8 @@ class CacheLayer:
             mounted.append(cache)
         if not mounted:
             raise OSError("no cache could be prepared")
+        import tempfile
+
         fd, fstab = tempfile.mkstemp(prefix="gtd-caches-", suffix=".fstab")
         try:
             with os.fdopen(fd, "w") as f:
@@ -447,6 +450,8 @@ def _remove_tree(path: Path) -> None:
 
 def overlay_check() -> tuple[bool, str]:
     """For `gtd doctor`: mount one overlay the way sessions do, in a temp dir."""
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="gtd-overlay-") as tmp:
         lower = Path(tmp) / "lower"
         lower.mkdir()

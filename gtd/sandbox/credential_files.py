@@ -21,20 +21,20 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+from gtd.record import record
 from gtd.sandbox.containment import inside
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CredentialFile:
     target: Path  # where the CLI looks inside the sandbox
     source: Path  # the resolved regular file (or directory) on the host, bound read-only at target
     origin: str  # why it is readable (which provider, chosen where)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefusedCredential:
     path: Path
     origin: str

@@ -10,13 +10,14 @@ import functools
 import ipaddress
 import re
 import socket
-from dataclasses import dataclass
 from typing import Iterable, Literal
+
+from gtd.record import record
 
 Decision = Literal["allow", "deny", "unknown"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DomainRule:
     """One parsed rule. `port` None = any port; `wildcard` = `*.suffix` (subdomains only)."""
 
@@ -148,7 +149,7 @@ def parse_rule(text: str) -> DomainRule:
     return DomainRule(host, port)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DomainRules:
     """The proxy's allow/deny lists. `decide` is the whole policy: deny wins, then allow, else unknown."""
 

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
+
+from gtd.record import field, record
 
 # Inside a gitdir: honoured by host git if the agent creates them (existing ones are mounted read-only).
 PLANTABLE_IN_GITDIR = ("commondir", "rebase-merge", "rebase-apply", "sequencer")
 
 
-@dataclass
+@record
 class GitState:
     """The git metadata present when the policy was built: the baseline for `planted`."""
 
@@ -128,6 +128,8 @@ def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Pat
     Returns (path, what happened) pairs. If a move fails the path is removed: leaving it would let
     host git run it.
     """
+    from datetime import datetime, timezone  # here: only a planted entry is quarantined
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     done = []
     for p in paths:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from gtd.record import field, record
 from gtd.sandbox.limits import CgroupLimit, ResourceLimits, cgroup_support, launcher_args
 
 LAUNCHER = Path(__file__).with_name("launch.py")
@@ -33,7 +33,7 @@ def landlock_writable(policy, bwrap_args: list[str] | None = None) -> list[str]:
     return paths + list(PRIVATE_WRITABLE)
 
 
-@dataclass
+@record
 class KernelLayers:
     policy: object
     landlock_abi: int

@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from gtd.record import record
 
 MEMORY_SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|%)?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -60,7 +61,7 @@ def human(n: int) -> str:
     return str(n)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ResourceLimits:
     """What one sandboxed command may use; None = no limit."""
 

@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from gtd import terminal_text
@@ -76,6 +75,8 @@ def compile_into(directory: Path) -> Path | None:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None or failed.exists():
         return None
+    import tempfile  # here: only a build needs it, not a session loading the built launcher
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)

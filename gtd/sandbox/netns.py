@@ -31,7 +31,8 @@ import os
 import socket
 import struct
 import time
-from dataclasses import dataclass, field
+
+from gtd.record import field, record
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -43,7 +44,7 @@ LO_WAIT_SECONDS = 20.0  # bwrap brings lo up within microseconds; this bound onl
 _libc = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NamespaceLayout:
     """Which sockets to create inside a sandbox's network namespace."""
 
@@ -53,7 +54,7 @@ class NamespaceLayout:
     forward_ports: tuple[int, ...] = ()
 
 
-@dataclass
+@record
 class NamespaceSockets:
     """The sockets created inside one sandbox's network namespace (owned by the host process)."""
 

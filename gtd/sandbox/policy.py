@@ -11,7 +11,6 @@ import functools
 import ipaddress
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from gtd import paths
 from gtd.config.defaults import DEFAULT_DENY_READ
 from gtd.config.levels import Level, Phase
 from gtd.providers.base import SandboxNeeds
+from gtd.record import field, record
 from gtd.sandbox.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.containment import inside
 from gtd.sandbox.credential_files import CredentialFile, RefusedCredential, resolve_credential_files
@@ -50,7 +50,7 @@ EXTRA_SECRETS = (
 PHASE_FILES = {Phase.PLAN: "TODO.md", Phase.LEARN: "AGENTS.md"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SandboxPolicy:
     level: Level
     workspace: Path

@@ -15,9 +15,9 @@ import ipaddress
 import socket
 import struct
 import threading
-from dataclasses import dataclass
 from typing import Callable
 
+from gtd.record import record
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
 from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
@@ -38,7 +38,7 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
-@dataclass
+@record
 class Verdict:
     ok: bool
     reason: str = ""

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from gtd.record import record
 from gtd.sandbox.containment import inside
 from gtd.workspace_files import read_metadata_text
 
@@ -39,7 +39,7 @@ _URL = re.compile(r"(?:sparse\+|registry\+|git\+)?https?://[^\s,;|\"']+", re.IGN
 NPMRC_IN_SANDBOX = "/tmp/.gtd/npmrc"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Registry:
     host: str
     port: int

@@ -16,13 +16,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Literal, Sequence
 
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
+from gtd.record import record
 from gtd.sandbox.containment import inside, strictly_inside
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 
@@ -49,14 +48,14 @@ START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started aga
 DOCTOR_HINT = "Run `gtd doctor` for details."
 
 
-@dataclass
+@record
 class NetworkRequest:
     host: str
     port: int
     level: Level
 
 
-@dataclass
+@record
 class Violation:
     kind: Literal["network", "write", "read", "limit"]
     target: str
@@ -66,6 +65,8 @@ class Violation:
 
     @classmethod
     def now(cls, kind, target: str, level: Level, detail: str = "") -> "Violation":
+        from datetime import datetime, timezone  # here: most commands are never refused anything
+
         return cls(kind, target, level, datetime.now(timezone.utc).isoformat(timespec="seconds"), detail)
 
     def to_dict(self) -> dict:
@@ -374,9 +375,9 @@ class SandboxSession:
 
         policy = self.policy
         if self._caches is not None and self._caches.writable():
-            import dataclasses
+            from gtd.record import replace
 
-            policy = dataclasses.replace(policy, writable=(*policy.writable, *self._caches.writable()))
+            policy = replace(policy, writable=(*policy.writable, *self._caches.writable()))
         plan = render_mounts(policy)
         if plan.writes_reach(policy.workspace):
             if policy.git_state is not None and not policy.git_state.walked:

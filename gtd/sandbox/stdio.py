@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from dataclasses import dataclass, field
+
+from gtd.record import field, record
 
 CHUNK = 1 << 16
 
@@ -58,7 +59,7 @@ def _fd_of(stream, default: int) -> int | None:
         return None
 
 
-@dataclass
+@record
 class StdioRelay:
     """The stdio arguments to hand Popen, plus the pumps that feed and drain them."""
 

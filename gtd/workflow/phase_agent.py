@@ -24,6 +24,7 @@ from gtd.providers.base import AgentRequest
 from gtd.providers.events import AgentEvent, EventKind
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
+from gtd.record import replace
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.workflow import markdown
@@ -68,7 +69,7 @@ class PhaseAgent:
         policy = build_policy(self.ctx.config, workspace=self.ctx.repo, phase=self.phase, level=self.level,
                               needs=self.ctx.provider.sandbox_needs(self.ctx.repo), extra_writable=tuple(self.once_writable))
         if self.once_domains:
-            policy = dataclasses.replace(policy, allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
+            policy = replace(policy, allow_domains=tuple(policy.allow_domains) + tuple(self.once_domains))
         return policy
 
     def _open(self, policy: SandboxPolicy) -> SandboxSession:

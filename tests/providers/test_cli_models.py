@@ -3,7 +3,6 @@ open, from which file, and that garbage, hostile or workspace files never open a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -14,6 +13,7 @@ from gtd.providers.cli_models import (CliModelConfig, chosen_models, model_hosts
                                       provider_of)
 from gtd.providers.opencode import OpencodeProvider
 from gtd.providers.pi import PiProvider
+from gtd.record import replace
 
 NO_ENV: dict[str, str] = {}
 
@@ -176,7 +176,7 @@ def test_the_cli_runs_with_the_persons_default_model_and_provider_definition(tmp
     assert json.loads((tmp_path / "pi/models.json").read_text())["providers"] == {"lmstudio": pi_local}
     assert "localhost:1234" in pi.sandbox_needs(workspace).model_hosts
 
-    chosen = dataclasses.replace(request, model="anthropic/claude-x")  # gtd's own choice wins
+    chosen = replace(request, model="anthropic/claude-x")  # gtd's own choice wins
     spec = OpencodeProvider(tmp_path / "oc").command(chosen)
     assert spec.argv[spec.argv.index("-m") + 1] == "anthropic/claude-x"
     assert "ollama" not in json.loads(spec.env["OPENCODE_CONFIG_CONTENT"]).get("provider", {})
