@@ -72,8 +72,8 @@ class AgentOutcome:
     session_id: str | None = None
 
 
-_NOT_LOGGED_IN = re.compile(r"not logged in|/login|invalid api key|api key|authenticat|unauthori[sz]ed|\b401\b",
-                            re.IGNORECASE)
+# Compiled at first use (by re's cache): only a failed agent run's error is searched.
+_NOT_LOGGED_IN = r"not logged in|/login|invalid api key|api key|authenticat|unauthori[sz]ed|\b401\b"
 
 
 class Provider(ABC):
@@ -120,6 +120,6 @@ class Provider(ABC):
 
     def explain_error(self, error: str | None) -> str | None:
         """The CLI's error, plus how to log in when it is an authentication failure."""
-        if error and self.login_hint and _NOT_LOGGED_IN.search(error):
+        if error and self.login_hint and re.search(_NOT_LOGGED_IN, error, re.IGNORECASE):
             return f"{error}. Not logged in? {self.login_hint}"
         return error

@@ -284,8 +284,11 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
 
 def _root_of(p: Path, writable: dict[str, Path]) -> Path | None:
     """The innermost writable root strictly holding p (None: p is read-only anyway). `writable`: the
-    roots by their string; p's ancestors are looked up from the nearest up."""
+    roots by their string; p's ancestors are looked up from the nearest up, only when some root's
+    string begins p's (most of the ~300 protected paths are under none: ~1.5 ms per session start)."""
     path = str(p)
+    if not any(path.startswith(root) for root in writable):
+        return None
     parent = os.path.dirname(path)
     while parent != path:
         if parent in writable:

@@ -133,6 +133,10 @@ class SandboxSession:
                 from gtd.sandbox.kernel import KernelLayers
 
                 self._layers = KernelLayers.for_policy(self.policy)
+                if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
+                    from gtd.sandbox.limits import prime_moves
+
+                    _Background(prime_moves)
             from gtd.sandbox.registries import ToolSettings
 
             self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(bind=sys.platform != "darwin")
@@ -429,8 +433,9 @@ class SandboxSession:
                 raise SandboxUnavailable(
                     f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
                 )
-            # Moving a process into a cgroup waits for an RCU grace period (~10 ms): done while the mounts
-            # are verified and the network is set up, and finished before the command may run.
+            # Moving a process into a cgroup waits for an RCU grace period (~10 ms; none shortly after start()
+            # primed it): done while the mounts are verified and the network is set up, and finished before
+            # the command may run.
             attaching = _Background(cgroup.attach, proc.pid, int(info["child-pid"])) if cgroup is not None else None
             moved = plan.verify(int(info["child-pid"]), skip=self._caches.writable() if self._caches else ())
             if moved is not None:

@@ -400,6 +400,15 @@ def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(san
     assert not [p for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-")]
 
 
+def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
+    """prime_moves (session start) moves gtd into the cgroup it already is in: nothing changes."""
+    from gtd.sandbox.limits import prime_moves
+
+    before = Path("/proc/self/cgroup").read_text()
+    prime_moves()
+    assert Path("/proc/self/cgroup").read_text() == before
+
+
 def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo):
     from gtd.sandbox.limits import cgroup_support
 
