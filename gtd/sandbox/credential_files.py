@@ -47,7 +47,7 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
     reason. Missing files are left out silently (the CLI then tries its next credential source)."""
     root = os.path.realpath(workspace)
     writable_real = [os.path.realpath(w) for w in writable]
-    hidden = {os.path.normpath(str(d)) for d in deny_read} | {os.path.realpath(d) for d in deny_read}
+    hidden: set[str] | None = None  # resolved once a wanted file exists (most phases have none: ~100 realpaths)
     found: list[CredentialFile] = []
     refused: list[RefusedCredential] = []
     for spelled, origin in wanted.items():
@@ -69,6 +69,8 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
             refused.append(RefusedCredential(path, origin, f"inside the writable path {inside_writable}: the agent "
                                                            f"could replace it"))
             continue
+        if hidden is None:
+            hidden = {os.path.normpath(str(d)) for d in deny_read} | {os.path.realpath(d) for d in deny_read}
         if str(path) in hidden or str(target) in hidden or real in hidden:
             refused.append(RefusedCredential(path, origin, "listed in denyReadPaths"))
             continue
