@@ -21,7 +21,9 @@ gtd/sandbox/proxy.py and relay.py as they were at git revision REV, in the same 
 one machine state. With `--load N`, N busy loops (one process each) run for the whole measurement, so
 "under load" is the same load for every case; the load average is printed before and after either way.
 With `--busy-interpreter`, a CPU-bound Python thread runs in the proxy's own process, as gtd's own work
-(parsing an agent's output, drawing the live view) can: the relay then waits for the GIL.
+(parsing an agent's output, drawing the live view) can: a relay loop in Python then waits for the GIL.
+Today's proxy relays with relay.c's loop when it can be built (gtd/sandbox/nativerelay.py); the line with
+the load average says which loop it used.
 
 Target (issue 13): proxied throughput >= 80 % of direct, judged on the data phase: size / (curl's
 time_total - time_starttransfer), the body moving from its first byte to its last. The whole download
@@ -442,6 +444,9 @@ def main() -> None:
                     f.write(chunk)
         server, files, probe = start_servers(tmp)
         burners += [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+        from gtd.sandbox import relay
+
+        relay.use_native()  # relay.c's loop, built into gtd's state dir if needed (else the Python loop)
         if args.busy_interpreter:
             threading.Thread(target=hold_the_interpreter, daemon=True).start()
         started = time.perf_counter()
@@ -453,7 +458,8 @@ def main() -> None:
         stop(burners)
         print(f"Load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end; {args.load} busy loops "
               f"of this benchmark's own on {os.cpu_count()} cores"
-              + ("; a CPU-bound Python thread in the proxy's process" if args.busy_interpreter else ""))
+              + ("; a CPU-bound Python thread in the proxy's process" if args.busy_interpreter else "")
+              + f"; today's relay loop: {relay.in_use()}")
         print(f"Proxy: downloads of {', '.join(map(str, sizes))} MB, median of {args.runs} rounds (each case once per "
               f"round, in turn, as the median of {args.batch} downloads); set-up: median of {args.connects} fresh "
               f"connections per sample "

@@ -86,9 +86,10 @@ def _kernel_layer_checks() -> list[dict]:
         detail += "; processes are NOT limited: gtd runs as root, which RLIMIT_NPROC does not bind"
     limits = _check("resource limits", True, detail)
     launcher = _launcher_check()
-    for check in (landlock, limits, launcher):
+    relay = _relay_check()
+    for check in (landlock, limits, launcher, relay):
         check["required"] = False
-    return [landlock, limits, launcher]
+    return [landlock, limits, launcher, relay]
 
 
 def _launcher_check() -> dict:
@@ -99,6 +100,18 @@ def _launcher_check() -> dict:
         return _check("sandbox launcher", True, "native (gtd/sandbox/launch.c, built with this machine's C compiler)")
     return _check("sandbox launcher", False, "launch.py: a Python start in front of every sandboxed command",
                   "install a C compiler (e.g. `apt-get install gcc`); gtd builds the native launcher on its next start")
+
+
+def _relay_check() -> dict:
+    """Which loop the proxy relays connections with: relay.c (no GIL per chunk), or Python's."""
+    from gtd.sandbox.relay import use_native
+
+    if use_native():
+        return _check("proxy relay", True, "native (gtd/sandbox/relay.c, loaded from gtd's state dir)")
+    return _check("proxy relay", False,
+                  "Python loop: relayed bytes wait for the interpreter while gtd is busy (slower network in a session)",
+                  "install a C compiler (e.g. `apt-get install gcc`), or remove a library in gtd's state dir "
+                  "(`native/relay-*.so`) that is a symlink, not yours, or writable by others")
 
 
 def _smoke_test() -> dict:

@@ -12,25 +12,20 @@ state dir happens to be, and nothing inside can change it.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from gtd import terminal_text
+from gtd.sandbox import nativebuild
 
 SOURCE = Path(__file__).with_name("launch.c")
 INSIDE = "/tmp/.gtd-launch/launch"  # where the copy is mounted inside the sandbox (its private /tmp)
 MAX_BYTES = 60 * 1024  # launch.c builds to ~15 KiB: anything far bigger is not it
-COMPILE_SECONDS = 60
 
 
 def binary_name() -> str:
     """One name per version of the source and per architecture: a stale build is never taken."""
-    digest = hashlib.sha256(SOURCE.read_bytes() + os.uname().machine.encode()).hexdigest()[:16]
-    return f"launch-{digest}"
+    return nativebuild.versioned_name("launch", SOURCE)
 
 
 def locations() -> list[Path]:
@@ -66,37 +61,8 @@ def _read(path: Path) -> bytes | None:
 
 
 def compile_into(directory: Path) -> Path | None:
-    """Build the launcher into `directory` (atomically); None when there is no compiler or it failed
-    (remembered, so a failing compiler is not run again for every session)."""
-    name = binary_name()
-    target, failed = directory / name, directory / f"{name}.failed"
-    if target.is_file():
-        return target
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if compiler is None or failed.exists():
-        return None
-    import tempfile  # here: only a build needs it, not a session loading the built launcher
-
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-        os.close(fd)
-    except OSError:
-        return None
-    try:
-        result = subprocess.run([compiler, "-O2", "-s", "-o", tmp, str(SOURCE)], capture_output=True, text=True,
-                                timeout=COMPILE_SECONDS, stdin=subprocess.DEVNULL)
-        if result.returncode != 0 or _read(Path(tmp)) is None:
-            failed.write_text(result.stderr or f"{compiler} exited {result.returncode}")
-            return None
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-        return target
-    except (OSError, subprocess.SubprocessError):
-        return None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Build the launcher into `directory`; None when there is no compiler or it failed."""
+    return nativebuild.compile_into(SOURCE, binary_name(), directory, ["-O2", "-s"], max_bytes=MAX_BYTES, mode=0o755)
 
 
 def main() -> int:

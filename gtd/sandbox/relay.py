@@ -152,12 +152,17 @@ def _send_at_once(sock: socket.socket) -> None:
 
 
 def copy(src: socket.socket, dst: socket.socket) -> None:
-    """Copy src to dst until EOF or an error, then half-close dst (one direction, blocking)."""
+    """Copy src to dst until EOF or an error, then half-close dst (one direction, blocking): in relay.c's
+    loop when it is loaded (no GIL per chunk), else in Python."""
+    native = _native if _native_looked else _look_for_native()
     bulk = None
     try:
         src.settimeout(None)  # blocking: a socket dialled with a timeout is non-blocking underneath
         dst.settimeout(None)
         _send_at_once(dst)
+        if native is not None:
+            native(src.fileno(), dst.fileno(), SMALL_BUFSIZE, BULK_BUFSIZE)  # half-closes dst itself
+            return
         buf = bytearray(SMALL_BUFSIZE)
         view = memoryview(buf)
         while n := src.recv_into(buf):
@@ -168,10 +173,52 @@ def copy(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass
     finally:
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+        if native is None:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
         if bulk is not None:
             view.release()
             _return_bulk(bulk)
+
+
+_native = None  # relay.c's copy loop (nativerelay.py), once loaded
+_native_looked = False  # the state dir is looked at once per process, at the first relayed connection
+_native_lock = _thread.allocate_lock()
+
+
+def _look_for_native():
+    """At the first relayed connection: load relay.c's loop if it is built (a millisecond), else build it
+    in the background (the Python loop relays until then)."""
+    global _native_looked
+    with _native_lock:
+        if not _native_looked:
+            _native_looked = True
+            if not use_native(build=False):
+                spawn(use_native)
+    return _native
+
+
+def use_native(build: bool = True) -> bool:
+    """Load relay.c's loop from gtd's state dir for every later connection (built there first if `build`
+    and needed); True when it is in use. Any failure leaves the Python loop in use."""
+    global _native
+    from gtd.sandbox import nativerelay
+
+    with _build_lock:
+        if _native is None:
+            try:
+                path = nativerelay.library_path()
+                _native = nativerelay.load((build and nativerelay.build()) or path)
+            except OSError:
+                pass
+    return _native is not None
+
+
+_build_lock = _thread.allocate_lock()
+
+
+def in_use() -> str:
+    """Which copy loop relays new connections: "native" (relay.c) or "python"."""
+    return "native" if _native is not None else "python"

@@ -6,6 +6,7 @@ the layer existed."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -380,6 +381,12 @@ def test_doctor_reports_landlock_and_the_limits():
     native = launcher_bytes(build=False) is not None  # scripts/setup built it, or an earlier start did
     assert checks["sandbox launcher"]["ok"] is native and checks["sandbox launcher"]["required"] is False
     assert ("native" in checks["sandbox launcher"]["detail"]) is native
+    from gtd.sandbox.nativerelay import library_path
+
+    compiler = any(shutil.which(cc) for cc in ("cc", "gcc", "clang"))
+    assert checks["proxy relay"]["ok"] is compiler and checks["proxy relay"]["required"] is False
+    assert ("native" in checks["proxy relay"]["detail"]) is compiler
+    assert library_path().is_file() is compiler  # doctor built it into this test's state dir
 
 
 def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(sandbox, repo):

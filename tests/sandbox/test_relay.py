@@ -1,14 +1,31 @@
 """The proxy's byte relay (sandbox/relay.py): every byte arrives in order, both ways, whatever size the
-buffer has grown to, a half-close is passed on either way, and a slow reader loses nothing."""
+buffer has grown to, a half-close is passed on either way, and a slow reader loses nothing; with relay.c's
+loop (built with this machine's compiler) and with the Python one. The C library is only ever loaded from
+gtd's state dir, and only a regular file of this user's that no one else can write."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import socket
+import shutil
+import stat
 import threading
+from pathlib import Path
 
-from gtd.sandbox import relay
+import pytest
+
+from gtd.sandbox import nativerelay, relay
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def loop(request, monkeypatch):
+    """Every relay test runs with relay.c's loop and with the Python one (the fallback without a compiler)."""
+    monkeypatch.setattr(relay, "_native", None)
+    monkeypatch.setattr(relay, "_native_looked", True)  # no background build racing the test
+    if request.param == "native" and not relay.use_native():
+        pytest.skip("no C compiler here: only the Python loop can run")
+    return request.param
 
 
 def _connected_pair() -> tuple[socket.socket, socket.socket]:
@@ -231,7 +248,7 @@ def test_a_finished_thread_runs_the_next_job_and_a_forked_child_starts_its_own()
     assert os.waitpid(pid, 0)[1] == 0
 
 
-def test_one_bulk_buffer_serves_transfer_after_transfer_byte_exact():
+def test_one_bulk_buffer_serves_transfer_after_transfer_byte_exact(loop):
     """Bulk buffers are reused: a download relayed after another (through the same reused buffer, with the
     first one's bytes still in it) arrives exactly, shorter than the first or not."""
     for size in (9 << 20, 5 << 20 | 12345):
@@ -243,7 +260,141 @@ def test_one_bulk_buffer_serves_transfer_after_transfer_byte_exact():
         threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
         assert _read_all(client) == payload
         relay_thread.join(10)
-        assert len(relay._free_bulk) >= 1  # the buffer went back for the next connection
+        if loop == "python":
+            assert len(relay._free_bulk) >= 1  # the buffer went back for the next connection
         client.close()
         proxy_in.close()
         proxy_out.close()
+
+
+native_only = pytest.mark.parametrize("loop", ["native"], indirect=True)
+
+
+class _CountedSocket(socket.socket):
+    """A socket that counts the reads Python makes on it."""
+
+    reads = 0
+
+    def recv_into(self, *args):
+        _CountedSocket.reads += 1
+        return super().recv_into(*args)
+
+
+def test_the_native_loop_moves_the_bytes_without_python(loop, monkeypatch):
+    """With relay.c's loop in use, a relayed download never calls the socket's Python methods (no GIL per
+    chunk); the Python loop does."""
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    counted = _CountedSocket(fileno=proxy_out.detach())
+    monkeypatch.setattr(_CountedSocket, "reads", 0)
+    payload = os.urandom(6 << 20)
+    relay_thread = threading.Thread(target=relay.copy, args=(counted, proxy_in), daemon=True)
+    relay_thread.start()
+    threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
+    assert _read_all(client) == payload  # EOF came: the relay half-closed its side
+    relay_thread.join(10)
+    assert relay.in_use() == loop
+    assert (_CountedSocket.reads == 0) is (loop == "native")
+    for s in (client, proxy_in, counted):
+        s.close()
+
+
+@native_only
+def test_the_first_connection_loads_a_built_library(loop, monkeypatch):
+    """A process that has not looked yet loads the library from the state dir at its first relayed
+    connection, and relays that connection with it."""
+    monkeypatch.setattr(relay, "_native", None)
+    monkeypatch.setattr(relay, "_native_looked", False)
+    built = nativerelay.library_path()
+    assert built.is_file() and stat.S_IMODE(built.stat().st_mode) == 0o600
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    threading.Thread(target=relay.copy, args=(proxy_out, proxy_in), daemon=True).start()
+    server.sendall(b"first")
+    server.close()
+    assert _read_all(client) == b"first"
+    assert relay.in_use() == "native"
+    for s in (client, proxy_in, proxy_out):
+        s.close()
+
+
+def _untrusted(path: Path, how: str, good: bytes) -> None:
+    """Put a library at `path` that must not be loaded: a symlink to a good copy, a copy others can write,
+    someone else's, a directory, a FIFO."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "symlink":
+        target = path.with_name("elsewhere.so")
+        target.write_bytes(good)
+        target.chmod(0o600)
+        path.symlink_to(target)
+    elif how in ("world-writable", "group-writable"):
+        path.write_bytes(good)
+        path.chmod(0o606 if how == "world-writable" else 0o660)
+    elif how == "another user's":
+        path.write_bytes(good)
+        path.chmod(0o600)
+        os.chown(path, 65534, 65534)
+    elif how == "directory":
+        path.mkdir()
+    elif how == "fifo":
+        os.mkfifo(path, 0o600)
+
+
+@native_only
+@pytest.mark.parametrize("how", ["symlink", "world-writable", "group-writable", "another user's", "directory", "fifo"])
+def test_an_untrusted_library_in_the_state_dir_is_refused(loop, how, monkeypatch):
+    """The state dir holds a library that is not this user's own regular file, or that others can write:
+    it is not loaded, and connections are relayed by the Python loop (a FIFO is not waited on, and a build
+    replaces it)."""
+    if how == "another user's" and os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    path = nativerelay.library_path()
+    good = path.read_bytes()  # the fixture built it: the same bytes are loaded when trusted
+    path.unlink()
+    _untrusted(path, how, good)
+    monkeypatch.setattr(relay, "_native", None)
+    assert nativerelay.load(path) is None
+    if how == "fifo":
+        return
+    assert relay.use_native() is False and relay.in_use() == "python"
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    threading.Thread(target=relay.pump, args=(proxy_in, proxy_out), daemon=True).start()
+    client.sendall(b"still relayed")
+    client.shutdown(socket.SHUT_WR)
+    assert _read_all(server) == b"still relayed"
+    for s in (client, server):
+        s.close()
+    if how in ("symlink", "world-writable", "group-writable"):  # the control: the same bytes, trusted, load
+        path.unlink()
+        path.write_bytes(good)
+        path.chmod(0o600)
+        assert nativerelay.load(path) is not None
+
+
+@native_only
+def test_a_library_in_the_package_directory_is_never_loaded(loop, monkeypatch):
+    """gtd's package directory can be a workspace an agent writes: a library planted beside the module
+    (as a build, or in `_native` like the launcher's) is not loaded, even with none in the state dir and no
+    compiler to build one."""
+    good = nativerelay.library_path().read_bytes()
+    nativerelay.library_path().unlink()
+    name = nativerelay.library_path().name
+    beside = Path(nativerelay.__file__).parent
+    planted = [beside / name, beside / "_native" / name]
+    made_dir = not planted[1].parent.exists()
+    try:
+        for p in planted:
+            p.parent.mkdir(exist_ok=True)
+            p.write_bytes(good)
+            p.chmod(0o600)
+        monkeypatch.setenv("CC", "/bin/false")
+        monkeypatch.setattr(relay, "_native", None)
+        assert relay.use_native() is False and relay.in_use() == "python"
+        assert not nativerelay.library_path().exists()
+        assert name not in Path("/proc/self/maps").read_text()
+    finally:
+        for p in planted:
+            p.unlink(missing_ok=True)
+        if made_dir:
+            shutil.rmtree(planted[1].parent, ignore_errors=True)

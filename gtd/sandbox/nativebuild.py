@@ -1,0 +1,65 @@
+"""Building gtd's C sources (launch.c, relay.c) with the machine's C compiler, once per version.
+
+Each build is named by a hash of its source and the machine's architecture (a stale build is never
+taken), compiled into a temporary file in the target directory and renamed into place (a reader never
+sees half a file). A failed build leaves a `.failed` note, so a broken compiler is not run again for
+every session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+COMPILE_SECONDS = 60
+
+
+def versioned_name(prefix: str, source: Path, suffix: str = "") -> str:
+    """One name per version of the source and per architecture."""
+    digest = hashlib.sha256(source.read_bytes() + os.uname().machine.encode()).hexdigest()[:16]
+    return f"{prefix}-{digest}{suffix}"
+
+
+def fits(path: Path | str, max_bytes: int) -> bool:
+    """A non-empty file no bigger than `max_bytes` (anything far bigger than the build is not it)."""
+    try:
+        return 0 < os.path.getsize(path) <= max_bytes
+    except OSError:
+        return False
+
+
+def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, max_bytes: int,
+                 mode: int) -> Path | None:
+    """Build `source` as `directory/name` (atomically, with `mode`); None when there is no compiler or it
+    failed (remembered in `name.failed`)."""
+    target, failed = directory / name, directory / f"{name}.failed"
+    if target.is_file():
+        return target
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None or failed.exists():
+        return None
+    import tempfile  # here: only a build needs it, not a session loading a built file
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+        os.close(fd)
+    except OSError:
+        return None
+    try:
+        result = subprocess.run([compiler, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
+                                timeout=COMPILE_SECONDS, stdin=subprocess.DEVNULL)
+        if result.returncode != 0 or not fits(tmp, max_bytes):
+            failed.write_text(result.stderr or f"{compiler} exited {result.returncode}")
+            return None
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        return target
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
