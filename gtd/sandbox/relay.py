@@ -1,7 +1,15 @@
 """Moving bytes between two connected sockets once the proxy has allowed the connection.
 
-Each direction is a blocking recv_into / sendall loop on its own thread (both release the GIL while
-the kernel copies). The buffer starts small (64 KiB: a conversation's messages, the upload side of a
+Each direction is a blocking recv / send loop on its own thread. The loop runs in C (relay.c, loaded by
+nativerelay.py from gtd's state dir) when it could be built: one ctypes call per direction, which holds no
+GIL from its start to the connection's end. In Python, every chunk needed the GIL between two system calls,
+and gtd's process is rarely idle (the live view redraws 8x/s, the agent's output is parsed): with one
+CPU-bound thread beside the proxy, a relayed download reached 20-30 % of direct and each request/response
+exchange paid +10 ms (the switch interval, 5 ms, per wait); with the C loop 54-80 % and +0.1 ms, in the
+same run (benchmarks/README.md). Python keeps the rest: the policy and hand-shake, the threads, TCP_NODELAY,
+and the socket objects, alive until the call returns. Without a compiler, or when the library in the state
+dir is not trusted, the Python loop below relays (blocking recv_into / sendall; both release the GIL while
+the kernel copies). Either way the buffer starts small (64 KiB: a conversation's messages, the upload side of a
 download) and the first read that fills it switches the direction to a 4 MiB buffer, so a bulk transfer
 crosses the proxy in few large reads and writes: fewer system calls and far fewer wake-ups of the proxy,
 the server and the client, which is what a busy 2-core machine makes expensive. (Growing 4x at a time
