@@ -3,13 +3,13 @@ parsed without it when their command line is plain, cli/entry.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from gtd.config.levels import Level
+from gtd.record import record
 
 
-@dataclass
+@record
 class RunOptions:
     provider: str | None = None
     model: str | None = None
@@ -39,7 +39,7 @@ class RunOptions:
         from gtd.exitcodes import ExitCode
 
         values = {}
-        for name in self.__dataclass_fields__:
+        for name in (f.name for f in self.__record_fields__):
             mine, theirs = getattr(self, name), getattr(before, name)
             if mine not in (None, False) and theirs not in (None, False) and mine != theirs:
                 raise GtdError(f"--{name.replace('_', '-')} is given twice with different values ({theirs} before the "

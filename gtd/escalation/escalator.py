@@ -12,7 +12,6 @@ import hashlib
 import re
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from gtd.errors import GtdError
 from gtd.escalation.decision import Decision
 from gtd.escalation.pending import PendingStore
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
+from gtd.record import record
 from gtd.terminal_text import markup
 
 # What only an escalation needs (pydantic's request model, the config writer, filelock, rich's prompt) is
@@ -64,7 +64,7 @@ def is_interactive(non_interactive_flag: bool) -> bool:
     return not non_interactive_flag and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SavedRule:
     path: Path  # the config file written
     rule: str  # the rule, as `key += value`

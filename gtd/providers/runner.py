@@ -21,11 +21,11 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import IO, Callable, Literal, Protocol, Sequence
 
 from gtd.providers.base import AgentRequest, Provider
 from gtd.providers.events import AgentEvent, EventKind
+from gtd.record import record
 
 STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a failure
 NOISE_LINES = 20  # non-event stdout lines kept for the error message
@@ -53,7 +53,7 @@ TIMEOUT_SETTINGS = {"inactivity_timeout": "timeouts.inactivitySeconds", "tool_ti
                     "run_timeout": "timeouts.runSeconds"}
 
 
-@dataclass
+@record
 class AgentResult:
     ok: bool
     events: list[AgentEvent]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -14,13 +13,14 @@ from gtd.config.levels import Level, Phase
 from gtd.config.view import ConfigView
 from gtd.escalation.escalator import Escalator
 from gtd.providers.base import Provider
+from gtd.record import field, record
 from gtd.workflow.progress import Progress
 
 if TYPE_CHECKING:
     from gtd.config.loader import LoadedConfig
 
 
-@dataclass
+@record
 class RunContext:
     repo: Path
     loaded: LoadedConfig

@@ -6,11 +6,11 @@ import os
 import re
 import subprocess
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from gtd.errors import GtdError
+from gtd.record import record
 
 # Used when the repository has no identity configured (fresh CI machines, temp demo repos).
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhost",
@@ -67,7 +67,7 @@ def temporary_index() -> Iterator[dict[str, str]]:
             os.unlink(index)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     status: str  # two-letter porcelain code, e.g. " M", "??", "A "
     path: str

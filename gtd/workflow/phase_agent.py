@@ -7,7 +7,6 @@ on at the approved boundary, resuming the agent's session where the provider can
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
@@ -24,7 +23,7 @@ from gtd.providers.base import AgentRequest
 from gtd.providers.events import AgentEvent, EventKind
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
-from gtd.record import replace
+from gtd.record import record, replace
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.workflow import markdown
@@ -43,7 +42,7 @@ class EscalationPending(GtdError):
     exit_code = ExitCode.ESCALATION_PENDING
 
 
-@dataclasses.dataclass
+@record
 class TestRun:
     passed: bool
     output: str

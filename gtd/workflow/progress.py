@@ -20,10 +20,10 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from gtd.providers.events import AgentEvent, EventKind, token_counts
+from gtd.record import field, record
 from gtd.terminal_text import markup, visible
 
 if TYPE_CHECKING:  # rich is imported for the live view only: plain lines need none (cli/context.py LazyConsole)
@@ -50,7 +50,7 @@ def _one_line(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass
+@record
 class Usage:
     """Tokens and cost as the CLIs report them (None when a CLI reports none)."""
 
@@ -87,7 +87,7 @@ class Usage:
                 "cost_usd": self.cost_usd}
 
 
-@dataclass
+@record
 class _Phase:
     name: str
     item: str | None

@@ -8,11 +8,11 @@ Histories written by the original TypeScript gtd are read too (🤖 plan, 🎓 l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from gtd import workspace_files
+from gtd.record import field, record
 from gtd.workflow import git
 from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo
 
@@ -62,7 +62,7 @@ def step_of_subject(subject: str) -> Step | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepCommit:
     step: Step
     sha: str
@@ -105,7 +105,7 @@ class Next(str, Enum):
     IDLE = "idle"  # nothing to do until a person writes TODO.md or runs `gtd plan GOAL`
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Inference:
     next: Next
     reason: str
@@ -152,7 +152,7 @@ def infer_next(repo: Path, *, committing: Step | None = None) -> Inference:
 # -- the person's edits ------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class HumanEdits:
     step: Step  # FEEDBACK or FIX: what the last commit made of them was
     paths: list[str]
@@ -162,7 +162,7 @@ class HumanEdits:
     commits: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class _Split:
     feedback_files: list[str] = field(default_factory=list)  # wholly feedback
     fix_files: list[str] = field(default_factory=list)  # wholly fix
@@ -257,7 +257,7 @@ def _classify(repo: Path, changed: list[git.Change]) -> tuple[HumanEdits, _Split
                       feedback_paths=split.feedback_files + list(split.mixed)), split
 
 
-@dataclass
+@record
 class PendingEdits:
     """The uncommitted changes and what `gtd` makes of them before a step (one reading, shared by
     commit_human_edits, which acts on it, and predict, which only reports it)."""

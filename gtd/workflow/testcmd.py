@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from gtd import workspace_files
+from gtd.record import record
 
 # npm's placeholder from `npm init`: a test script that only fails.
 _NPM_PLACEHOLDER = re.compile(r"no test specified", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TestCommand:
     command: str | None
     source: str  # "config", or what it was detected from

@@ -18,10 +18,10 @@ plan its agent writes (errors()) is stricter than what it needs to build one (bu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gtd import workspace_files
+from gtd.record import field, record
 
 TODO_FILE = "TODO.md"
 SECTIONS = ("Action items", "Open questions", "Learnings")
@@ -34,7 +34,7 @@ _BLOCKQUOTE = re.compile(r"^\s*>")
 _TODO_COMMENT = re.compile(r"<!--\s*TODO:", re.IGNORECASE)
 
 
-@dataclass
+@record
 class Item:
     text: str
     done: bool
@@ -51,7 +51,7 @@ class Item:
         return None
 
 
-@dataclass
+@record
 class Todo:
     title: str | None
     items: list[Item]

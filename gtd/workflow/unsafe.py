@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gtd.errors import GtdError
+from gtd.record import record
 
 # File names that usually hold credentials. Templates meant for the repository are left alone.
 _SECRET_NAME = re.compile(
@@ -26,7 +26,7 @@ BULK_DIRS = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", "
 BULK_FILE_COUNT = 200  # this many new files under one new top-level directory is bulk whatever its name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UnsafeEntry:
     path: str  # a file, or a directory (ending in "/") standing for the files under it
     why: str  # "secret" or "bulk"
