@@ -371,7 +371,7 @@ class SandboxSession:
     def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
         from gtd.sandbox.bwrap import render_mounts
         from gtd.sandbox.gateway import NamespaceGateway
-        from gtd.sandbox.netns import open_namespace_sockets
+        from gtd.sandbox.netns import NamespaceHelper
         from gtd.sandbox.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
@@ -425,8 +425,19 @@ class SandboxSession:
             plan.close()
         relay.started()
         self._relays.append(relay)
-        attaching = None
+
+        def network_failed(exc: OSError) -> _NetworkSetupFailed:
+            _kill_group(proc)
+            proc.wait()
+            # A relayed stdin has started flowing into the dead sandbox: starting again would lose it.
+            return _NetworkSetupFailed(str(exc), retryable=relay.stdin is stdin)
+
+        attaching = helper = None
         try:
+            try:
+                helper = NamespaceHelper(self._namespace_layout())  # forked while bwrap starts (netns.py)
+            except OSError as exc:
+                raise network_failed(exc) from exc
             info = _read_info(info_r)
             if info is None:
                 proc.wait()
@@ -447,17 +458,16 @@ class SandboxSession:
             except OSError:
                 pass  # already gone
             try:
-                sockets = open_namespace_sockets(int(info["child-pid"]), self._namespace_layout())
+                sockets = helper.sockets_for(int(info["child-pid"]))
             except OSError as exc:
-                _kill_group(proc)
-                proc.wait()
-                # A relayed stdin has started flowing into the dead sandbox: starting again would lose it.
-                raise _NetworkSetupFailed(str(exc), retryable=relay.stdin is stdin) from exc
+                raise network_failed(exc) from exc
             self._children.append((proc, _GatewayStarting(NamespaceGateway(sockets, self._proxy, self._names), proc)))
             if attaching is not None:
                 attaching.join()  # before the command runs, so everything it starts is counted
             os.write(block_w, b"1")  # let bwrap exec the command
         finally:
+            if helper is not None:
+                helper.close()
             if attaching is not None:
                 attaching.join()
             os.close(info_r)

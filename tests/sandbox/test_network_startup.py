@@ -19,7 +19,7 @@ import time
 import pytest
 
 from gtd.config.schema import Level
-from gtd.sandbox.netns import NamespaceLayout, open_namespace_sockets
+from gtd.sandbox.netns import NamespaceHelper, NamespaceLayout, open_namespace_sockets
 
 from sandbox_support import requires_bwrap, sh
 
@@ -99,3 +99,13 @@ def test_many_parallel_starts_under_load_all_reach_the_proxy(sandbox, repo):
             b.kill()
             b.wait()
     assert failures == []
+
+
+def test_a_namespace_helper_that_never_gets_a_pid_exits_and_is_reaped():
+    """The helper is forked before bwrap reports the sandbox's pid; when none comes (bwrap failed, the
+    mounts moved), close() ends it: it joins no namespace and is gone, not a zombie."""
+    helper = NamespaceHelper(NamespaceLayout(proxy_port=3128))
+    pid = helper.pid
+    helper.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped by close()
