@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 PLANTED = ("typer", "json", "typing", "enum", "pydantic", "platformdirs", "tomlkit", "filelock", "subprocess",
-           "tempfile", "hashlib", "dataclasses", "shutil", "textwrap", "signal", "warnings", "linecache", "tokenize")
+           "tempfile", "hashlib", "dataclasses", "shutil", "textwrap", "signal", "linecache", "tokenize")
+# What Python's runpy imports for `python -m` before gtd's first line runs: planted in the current
+# directory, these run under a plain `python -m gtd` whatever gtd does (an editable install's import hook
+# happens to load them first; a regular install does not). `python -P -m gtd` and the `gtd` command never
+# run them (README, "Residual risks").
+BEFORE_GTD = ("importlib", "warnings", "contextlib", "functools", "types", "collections", "operator", "keyword",
+              "reprlib")
 
 
 @pytest.fixture
@@ -43,10 +49,24 @@ def test_python_m_a_gtd_submodule_never_imports_planted_modules(repo, planted):
     assert result.returncode == 0, result.stderr
 
 
-def test_the_gtd_console_script_never_imports_planted_modules(repo, planted):
+@pytest.fixture
+def planted_everywhere(repo, planted) -> Path:
+    """Also the modules runpy imports before gtd's code (only -P or the console script keep those out)."""
+    for name in BEFORE_GTD:
+        (repo / f"{name}.py").write_text(f"open({str(planted)!r}, 'a').write(__name__ + '\\n')\n")
+    return planted
+
+
+def test_python_safe_path_m_gtd_never_imports_planted_modules(repo, planted_everywhere):
+    result = _run([sys.executable, "-P", "-m", "gtd", "sandbox", "explain"], repo)
+    assert not planted_everywhere.exists(), f"planted modules ran: {planted_everywhere.read_text()}"
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_gtd_console_script_never_imports_planted_modules(repo, planted_everywhere):
     script = Path(sys.executable).parent / "gtd"
     if not script.exists():
         pytest.skip("the gtd console script is not installed next to this interpreter")
     result = _run([str(script), "sandbox", "explain"], repo)
-    assert not planted.exists(), f"planted modules ran: {planted.read_text()}"
+    assert not planted_everywhere.exists(), f"planted modules ran: {planted_everywhere.read_text()}"
     assert result.returncode == 0, result.stderr
