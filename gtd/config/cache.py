@@ -43,6 +43,12 @@ def _code_fingerprint(digest: "hashlib._Hash") -> None:
         _add_file(digest, Path(spec.origin).parent / "version.py")
 
 
+def _content(data: bytes) -> bytes:
+    """A file's bytes as the key holds them: length-prefixed, so no content spells an absent or refused
+    file's marker (a script config whose bytes are `<absent>`) or runs into the next file's entry."""
+    return b"=%d:" % len(data) + data
+
+
 def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None, relocatable: bool = False) -> None:
     in_workspace = workspace is not None and path.parent == workspace
     digest.update((path.name if in_workspace and relocatable else str(path)).encode() + b"\0")
@@ -51,9 +57,9 @@ def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None
             from gtd import workspace_files
 
             data = workspace_files.read_bytes(workspace, path.name)
-            digest.update(b"<absent>" if data is None else data)
+            digest.update(b"<absent>" if data is None else _content(data))
         else:
-            digest.update(path.read_bytes())
+            digest.update(_content(path.read_bytes()))
     except OSError:
         digest.update(b"<absent>")
     except GtdError:  # workspace_files.UnsafeWorkspacePath: a symlink or FIFO; the load itself reports it

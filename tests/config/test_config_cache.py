@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from gtd.cli.context import _trust_inputs
 from gtd.escalation.trust import TrustStore
 from gtd.paths import config_cache_dir
@@ -154,3 +156,22 @@ def test_a_damaged_cache_entry_is_a_miss(repo):
 
 def test_the_cache_keys_on_the_file_the_trust_filter_reads():
     assert _trust_inputs() == [TrustStore().path]
+
+
+def _load_cached(cwd):
+    from gtd.config.loader import load_config
+
+    return load_config(cwd, cache_dir=config_cache_dir())
+
+
+def test_a_project_file_whose_bytes_spell_the_absent_marker_is_not_taken_for_no_file(repo, tmp_path):
+    """A file is keyed as a file, never as the marker an absent one is keyed by: a script config whose
+    bytes are `<absent>` is still refused, not answered with a project's that has no such file."""
+    from gtd.errors import ConfigError
+
+    _load_cached(repo)  # a repository without a script config: cached for any directory
+    other = _another_repo(tmp_path, "other")
+    (other / "gtd.config.js").write_bytes(b"<absent>")
+    with pytest.raises(ConfigError, match="never executed"):
+        _load_cached(other)
+
