@@ -21,7 +21,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from gtd.errors import GtdError
 
@@ -49,14 +49,15 @@ def _content(data: bytes) -> bytes:
     return b"=%d:" % len(data) + data
 
 
-def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None, relocatable: bool = False) -> None:
+def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None, relocatable: bool = False,
+              read: Callable[[str], bytes | None] | None = None) -> None:
     in_workspace = workspace is not None and path.parent == workspace
     digest.update((path.name if in_workspace and relocatable else str(path)).encode() + b"\0")
     try:
         if in_workspace:  # the project config: never followed, capped
             from gtd import workspace_files
 
-            data = workspace_files.read_bytes(workspace, path.name)
+            data = read(path.name) if read is not None else workspace_files.read_bytes(workspace, path.name)
             digest.update(b"<absent>" if data is None else _content(data))
         else:
             digest.update(_content(path.read_bytes()))
@@ -67,15 +68,17 @@ def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None
     digest.update(b"\0")
 
 
-def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None, *, relocatable: bool = False) -> str:
+def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None, *, relocatable: bool = False,
+              read: Callable[[str], bytes | None] | None = None) -> str:
     """sha256 over gtd's config code, each file's path and exact bytes (or absence), and `extra` (JSON).
-    Files directly in `workspace` (the project config) are read through gtd.workspace_files; with
+    Files directly in `workspace` (the project config) are read by `read(name)` (the load's own reading,
+    so the key names exactly the bytes that were validated) or else through gtd.workspace_files; with
     `relocatable`, they are named by their names alone (`extra` must not name the workspace either)."""
     digest = hashlib.sha256()
     digest.update(b"relocatable\0" if relocatable else b"exact\0")
     _code_fingerprint(digest)
     for path in files:
-        _add_file(digest, path, workspace, relocatable)
+        _add_file(digest, path, workspace, relocatable, read)
     digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 

@@ -44,6 +44,11 @@ def read_config_file(path: Path, *, workspace: Path | None = None) -> dict[str, 
     text = read_config_text(path, workspace=workspace)
     if text is None:
         raise ConfigError(str(path), "", "cannot read file: No such file or directory")
+    return config_from_text(path, text)
+
+
+def config_from_text(path: Path, text: str) -> dict[str, Any]:
+    """A config file's text (read by the caller) as a plain dict; errors name the file."""
     data = to_plain(parse_document(path, text))
     if not isinstance(data, dict):
         raise ConfigError(str(path), "", f"the top level must be an object, not {type(data).__name__}")
@@ -55,17 +60,23 @@ def read_config_text(path: Path, *, workspace: Path | None = None) -> str | None
     FIFO or huge file is a ConfigError naming the file); elsewhere (the user's own config) a plain read."""
     if workspace is not None:
         try:
-            return workspace_files.read_text(workspace, path, errors="strict")
+            return decode_config_bytes(path, workspace_files.read_bytes(workspace, path))
         except workspace_files.UnsafeWorkspacePath as exc:
             raise ConfigError(str(path), "", exc.reason) from None
-        except UnicodeDecodeError:
-            raise ConfigError(str(path), "", "not valid UTF-8") from None
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read file: {exc.strerror}") from None
+
+
+def decode_config_bytes(path: Path, data: bytes | None) -> str | None:
+    """A config file's bytes as text (None for a missing file); not UTF-8 is an error naming it."""
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "", "not valid UTF-8") from None
 
 
 def dump_document(path: Path, document: Any, *, indent: int = 2, original: str = "") -> str:

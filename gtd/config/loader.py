@@ -100,13 +100,43 @@ def find_repo_root(start: Path) -> Path | None:
     return None
 
 
-def _project_file_there(root: Path) -> bool:
-    """Whether the project has a config file; anything at that name that is not a regular file
-    (a symlink, a FIFO) is an error naming it, never followed."""
-    try:
-        return workspace_files.is_file(root, PROJECT_CONFIG_NAME)
-    except workspace_files.UnsafeWorkspacePath as exc:
-        raise ConfigError(str(root / PROJECT_CONFIG_NAME), "", exc.reason) from None
+class _ProjectFiles:
+    """The project directory's config files, each read once per load through gtd.workspace_files (never
+    followed, capped): the cache key and the load see the same bytes, so an entry is keyed by exactly what
+    was validated, even when a process (a sandboxed agent's) rewrites a file between two readings."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._found: dict[str, bytes | None | workspace_files.UnsafeWorkspacePath] = {}
+
+    def content(self, name: str) -> bytes | None:
+        """The file's bytes, None when absent; a symlink or special file is UnsafeWorkspacePath."""
+        if name not in self._found:
+            try:
+                self._found[name] = workspace_files.read_bytes(self.root, name)
+            except workspace_files.UnsafeWorkspacePath as exc:
+                self._found[name] = exc
+        found = self._found[name]
+        if isinstance(found, workspace_files.UnsafeWorkspacePath):
+            raise found
+        return found
+
+    def text(self, name: str) -> str | None:
+        """The file's text, None when absent; anything there that is not a regular UTF-8 file (a
+        symlink, a FIFO) is an error naming it, never followed."""
+        from gtd.config.files import decode_config_bytes
+
+        try:
+            return decode_config_bytes(self.root / name, self.content(name))
+        except workspace_files.UnsafeWorkspacePath as exc:
+            raise ConfigError(str(self.root / name), "", exc.reason) from None
+
+    def there(self, name: str) -> bool:
+        """Whether anything (not followed) is at the name."""
+        try:
+            return self.content(name) is not None
+        except workspace_files.UnsafeWorkspacePath:
+            return True
 
 
 ORIGINAL_TEST_ENV = "GTD_TEST_CMD"
@@ -122,21 +152,19 @@ def _original_user_files() -> list[Path]:
     return user_candidates(home, xdg)
 
 
-def _original_layer(name: str, path: Path, workspace: Path | None) -> tuple[ConfigLayer, list[str]] | None:
-    """One of the original gtd's files as a layer (None when absent), validated after translation."""
+def _original_layer(name: str, path: Path, project: _ProjectFiles | None) -> tuple[ConfigLayer, list[str]] | None:
+    """One of the original gtd's files as a layer (None when absent), validated after translation; a
+    project's (in `project`) as the load read it."""
     from gtd.config.files import read_config_text
     from gtd.config.original import parse_text
     from gtd.config.validation import strip_legacy_keys, validate_layer
 
-    if workspace is not None:
-        try:
-            if not workspace_files.is_file(workspace, path.name):
-                return None
-        except workspace_files.UnsafeWorkspacePath as exc:
-            raise ConfigError(str(path), "", exc.reason) from None
+    if project is not None:
+        text = project.text(path.name)
     elif not path.is_file():
         return None
-    text = read_config_text(path, workspace=workspace)
+    else:
+        text = read_config_text(path)
     if text is None:
         return None
     data = parse_text(path, text)
@@ -146,23 +174,21 @@ def _original_layer(name: str, path: Path, workspace: Path | None) -> tuple[Conf
     return ConfigLayer(name, path, validate_layer(raw, str(path))), warnings
 
 
-def _refuse_scripts(root: Path) -> None:
+def _refuse_scripts(project: _ProjectFiles) -> None:
     from gtd.config.original import SCRIPT_FILES, refuse_script
 
     for name in SCRIPT_FILES:
-        try:
-            there = workspace_files.exists(root, name)
-        except workspace_files.UnsafeWorkspacePath:
-            there = True
-        if there:
-            raise refuse_script(root / name)
+        if project.there(name):
+            raise refuse_script(project.root / name)
 
 
-def _file_layer(name: str, path: Path, workspace: Path | None = None) -> tuple[ConfigLayer, list[str]]:
-    from gtd.config.files import read_config_file
+def _file_layer(name: str, path: Path, text: str | None = None) -> tuple[ConfigLayer, list[str]]:
+    """A gtd config file as a layer: read here (the user's), or its `text` as the load read it (the project's)."""
+    from gtd.config.files import config_from_text, read_config_file
     from gtd.config.validation import strip_legacy_keys, validate_layer
 
-    raw, warnings = strip_legacy_keys(read_config_file(path, workspace=workspace), str(path))
+    raw = read_config_file(path) if text is None else config_from_text(path, text)
+    raw, warnings = strip_legacy_keys(raw, str(path))
     return ConfigLayer(name, path, validate_layer(raw, str(path))), warnings
 
 
@@ -186,8 +212,9 @@ def load_config(
     user_path = user_file or user_config_file()
     project_path = (repo_root or cwd) / PROJECT_CONFIG_NAME
     filter_inputs = getattr(project_filter, "cache_inputs", None)
+    project = _ProjectFiles(project_path.parent)
     if cache_dir is None or (project_filter is not None and filter_inputs is None):
-        return _load(repo_root, cwd, flags, project_filter, user_path, project_path)[0]
+        return _load(repo_root, cwd, flags, project_filter, user_path, project_path, project)[0]
     import os
 
     from gtd.config import cache
@@ -200,17 +227,17 @@ def load_config(
                 "filter": project_filter and f"{project_filter.__module__}.{project_filter.__qualname__}"}
     # Relocatable only while every file outside the project is named by its full path in the key.
     portable = None if any(root in path.parents for path in outside) else \
-        cache.cache_key(inputs, identity, workspace=root, relocatable=True)
+        cache.cache_key(inputs, identity, workspace=root, relocatable=True, read=project.content)
     entry = portable and cache.read(cache_dir, portable)
     exact = None
     if entry is None:
         identity.update(repo=str(repo_root), project=str(project_path.resolve()))
-        exact = cache.cache_key(inputs, identity, workspace=root)
+        exact = cache.cache_key(inputs, identity, workspace=root, read=project.content)
         entry = cache.read(cache_dir, exact)
     if entry is not None:
         layers = [ConfigLayer(name, root / path if path else None, values) for name, path, values in entry["layers"]]
         return LoadedConfig(None, layers, repo_root, list(entry["warnings"]), values=entry["values"])
-    loaded, anywhere = _load(repo_root, cwd, flags, project_filter, user_path, project_path)
+    loaded, anywhere = _load(repo_root, cwd, flags, project_filter, user_path, project_path, project)
     key = portable if portable and anywhere else exact
     stored = [[layer.name, layer.path and str(layer.path.relative_to(root) if key == portable and layer.path.parent == root
                                                else layer.path), layer.values] for layer in loaded.layers]
@@ -219,7 +246,7 @@ def load_config(
 
 
 def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, project_filter: ProjectFilter | None,
-          user_path: Path, project_path: Path) -> tuple[LoadedConfig, bool]:
+          user_path: Path, project_path: Path, project: _ProjectFiles) -> tuple[LoadedConfig, bool]:
     """The load, and whether its result holds for the same files in any project directory: no project
     file warned (warnings name the file) and the filter's answer did not depend on the file's path
     (`project_filter.ignores_path(values)`; a filter without it is taken to depend on it). The project
@@ -258,19 +285,20 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
         layers.append(layer)
 
     root = project_path.parent
-    _refuse_scripts(root)
+    _refuse_scripts(project)
     test_env = os.environ.get(ORIGINAL_TEST_ENV)
     if test_env:
         layers.append(ConfigLayer(f"environment ({ORIGINAL_TEST_ENV})", None, {"testCommand": test_env}))
         warnings.append(f"{ORIGINAL_TEST_ENV} (the original gtd's variable) is read as testCommand; set "
                         "`testCommand` in .gtdrc.json instead")
     for path in project_candidates(root):
-        found_layer = _original_layer("project (original gtd)", path, root)
+        found_layer = _original_layer("project (original gtd)", path, project)
         if found_layer:
             project_layer(*found_layer)
 
-    if _project_file_there(project_path.parent):
-        project_layer(*_file_layer("project", project_path, workspace=project_path.parent))
+    text = project.text(PROJECT_CONFIG_NAME)
+    if text is not None:
+        project_layer(*_file_layer("project", project_path, text))
 
     if flags:
         layers.append(ConfigLayer(FLAGS, None, validate_layer(flags, "command line")))

