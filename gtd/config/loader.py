@@ -235,12 +235,16 @@ def load_config(
         exact = cache.cache_key(inputs, identity, workspace=root, read=project.content)
         entry = cache.read(cache_dir, exact)
     if entry is not None:
-        layers = [ConfigLayer(name, root / path if path else None, values) for name, path, values in entry["layers"]]
+        layers = [ConfigLayer(name, (root / path if in_project else Path(path)) if path else None, values)
+                  for name, path, values, in_project in entry["layers"]]
         return LoadedConfig(None, layers, repo_root, list(entry["warnings"]), values=entry["values"])
     loaded, anywhere = _load(repo_root, cwd, flags, project_filter, user_path, project_path, project)
     key = portable if portable and anywhere else exact
-    stored = [[layer.name, layer.path and str(layer.path.relative_to(root) if key == portable and layer.path.parent == root
-                                               else layer.path), layer.values] for layer in loaded.layers]
+    stored = []
+    for layer in loaded.layers:  # a relocatable entry names its project layers' files by name (joined when read)
+        in_project = key == portable and layer.path is not None and layer.path.parent == root
+        stored.append([layer.name, layer.path and (layer.path.name if in_project else str(layer.path)), layer.values,
+                       in_project])
     cache.write(cache_dir, key, {"layers": stored, "warnings": loaded.warnings, "values": loaded.values})
     return loaded
 

