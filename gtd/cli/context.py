@@ -21,6 +21,7 @@ class LazyConsole:
     def __init__(self, **settings: Any):
         object.__setattr__(self, "_settings", settings)
         object.__setattr__(self, "_console", None)
+        object.__setattr__(self, "_adjusted", False)  # a setting changed on the console: rich prints everything
 
     def _get(self):
         if self._console is None:
@@ -37,7 +38,8 @@ class LazyConsole:
         """The stream, when rich would style nothing on it and print markup as plain text; else None."""
         from gtd.terminal_text import no_terminal
 
-        if not set(self._settings) <= {"stderr", "highlight", "soft_wrap"} or not self._settings.get("soft_wrap"):
+        if self._adjusted or not set(self._settings) <= {"stderr", "highlight", "soft_wrap"} \
+                or not self._settings.get("soft_wrap"):
             return None
         stream = sys.stderr if self._settings.get("stderr") else sys.stdout
         return stream if no_terminal(stream) else None
@@ -69,6 +71,7 @@ class LazyConsole:
         return getattr(self._get(), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, "_adjusted", True)
         setattr(self._get(), name, value)
 
 
