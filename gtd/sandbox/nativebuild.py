@@ -1,9 +1,9 @@
 """Building gtd's C sources (launch.c, relay.c) with the machine's C compiler, once per version.
 
 Each build is named by a hash of its source and the machine's architecture (a stale build is never
-taken), compiled into a temporary file in the target directory and renamed into place (a reader never
-sees half a file). A failed build leaves a `.failed` note, so a broken compiler is not run again for
-every session.
+taken), compiled in a private (0700) temporary directory beside the target and renamed into place (a
+reader never sees half a file; nobody else can open it while it is written). A failed build leaves a
+`.failed` note, so a broken compiler is not run again for every session.
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
     import tempfile  # here: only a build needs it, not a session loading a built file
 
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-        os.close(fd)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # The compiler creates its output with the umask's mode before the chmod below: in a directory only
+        # this user can enter, nobody can open it for writing meanwhile and change it after the load's checks.
+        private = tempfile.mkdtemp(prefix=f".{name}.", dir=directory)
     except OSError:
         return None
+    tmp = os.path.join(private, name)
     try:
         result = subprocess.run([compiler, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
                                 timeout=COMPILE_SECONDS, stdin=subprocess.DEVNULL)
@@ -61,5 +63,4 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
     except (OSError, subprocess.SubprocessError):
         return None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        shutil.rmtree(private, ignore_errors=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gtd.sandbox import nativerelay, relay
+from gtd.sandbox import nativebuild, nativerelay, relay
 
 
 @pytest.fixture(autouse=True, params=["native", "python"])
@@ -398,3 +398,20 @@ def test_a_library_in_the_package_directory_is_never_loaded(loop, monkeypatch):
             p.unlink(missing_ok=True)
         if made_dir:
             shutil.rmtree(planted[1].parent, ignore_errors=True)
+
+
+def test_a_build_is_written_where_no_one_else_can_open_it(loop, tmp_path, monkeypatch):
+    """The compiler creates its output with the umask's mode (group- or world-writable under umask 002 or
+    000) before gtd's chmod: written in a directory only this user can enter, nobody can hold it open for
+    writing and change the library after the checks that precede its load. Only the finished file is left."""
+    record = tmp_path / "record"
+    compiler = tmp_path / "cc"
+    compiler.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
+                        f'stat -c %a "$(dirname "$out")" > {record}\nhead -c 2048 /dev/zero > "$out"\n')
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    directory = tmp_path / "state" / "native"
+    built = nativebuild.compile_into(nativerelay.SOURCE, "relay-test.so", directory, [], max_bytes=4096, mode=0o600)
+    assert built == directory / "relay-test.so" and stat.S_IMODE(built.stat().st_mode) == 0o600
+    assert record.read_text().strip() == "700"
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700 and os.listdir(directory) == ["relay-test.so"]
