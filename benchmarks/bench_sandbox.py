@@ -8,7 +8,8 @@
    The same two commands in a large workspace (a git repository with an ignored 48,000-file
    node_modules in 8,000 directories, --big-files to change it) show what walking the work tree costs.
 3. proxy throughput: a download through the proxy from inside the sandbox vs. a direct loopback
-   transfer with the same client outside it (target: >= 80 %; bench_proxy.py isolates the proxy).
+   transfer with the same client outside it, a spot check reported only (bench_proxy.py measures the proxy
+   and judges the >= 80 % target).
 
 Run: .venv/bin/python benchmarks/bench_sandbox.py [--runs N] [--before CHECKOUT]
 """
@@ -152,8 +153,10 @@ def main() -> None:
           for name, what in (("cli", "gtd sandbox run -- true"), ("cli readwrite", "same, --level readwrite"),
                              ("big", "large workspace"), ("big readwrite", "large workspace, --level readwrite"))
           if args.before is not None],
-        ("download via the sandbox's proxy", f"{mb / proxied:.0f} MB/s", f"{direct / proxied:.0%} of direct",
-         ">= 80%", direct / proxied >= 0.8),
+        # a spot check (3 downloads, each a sandboxed command of its own, set-up included): bench_proxy.py
+        # measures the proxy in interleaved rounds and judges issue 13's 80 % target there
+        ("download via the sandbox's proxy (whole download)", f"{mb / proxied:.0f} MB/s",
+         f"{direct / proxied:.0%} of direct", "(bench_proxy.py)", None),
     ]
     print(f"Sandbox start-up (median of {args.runs} interleaved runs; CLI rows end to end, interpreter included, with the "
           f"CPU time gtd and its children used) and proxy throughput from inside bwrap")
