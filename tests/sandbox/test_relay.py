@@ -18,11 +18,20 @@ import pytest
 from gtd.sandbox import nativebuild, nativerelay, relay
 
 
+@pytest.fixture(autouse=True, scope="module")
+def looked_once():
+    """The library is looked for by no connection of these tests (not restored to "not yet" after each one: a
+    direction's thread that starts after its test ended would look again, load the library from, or build it
+    into, the next test's state dir and set the loop that test's fixture had just cleared)."""
+    saved, relay._native_looked = relay._native_looked, True
+    yield
+    relay._native_looked = saved
+
+
 @pytest.fixture(autouse=True, params=["native", "python"])
 def loop(request, monkeypatch):
     """Every relay test runs with relay.c's loop and with the Python one (the fallback without a compiler)."""
     monkeypatch.setattr(relay, "_native", None)
-    monkeypatch.setattr(relay, "_native_looked", True)  # no background build racing the test
     if request.param == "native" and not relay.use_native():
         pytest.skip("no C compiler here: only the Python loop can run")
     return request.param
