@@ -40,6 +40,9 @@ IP_FREEBIND = 15
 SIOCGIFFLAGS = 0x8913
 IFF_UP = 0x1
 LO_WAIT_SECONDS = 20.0  # bwrap brings lo up within microseconds; this bound only turns a hang into an error
+# How long gtd waits for the helper's sockets: past its own lo wait, so a helper that is merely slow answers,
+# and one that is stuck (a lock another thread held at the fork) is killed and the sandbox does not start.
+HELPER_REPLY_SECONDS = LO_WAIT_SECONDS + 10.0
 
 _libc = None
 
@@ -110,8 +113,13 @@ class NamespaceHelper:
     def sockets_for(self, pid: int) -> NamespaceSockets:
         """The layout's sockets inside the network namespace of `pid` (bwrap's child, still blocked)."""
         try:
+            self._parent.settimeout(HELPER_REPLY_SECONDS)
             self._parent.sendall(b"%d\n" % pid)
             msg, fds, _, _ = socket.recv_fds(self._parent, 65536, 256)
+        except TimeoutError:
+            self._kill()
+            raise OSError(f"could not open the proxy port inside the sandbox: the helper that creates it did not "
+                          f"answer within {HELPER_REPLY_SECONDS:.0f} s") from None
         finally:
             self.close()
         if not msg.startswith(b"K") or not fds:
@@ -119,6 +127,13 @@ class NamespaceHelper:
                 os.close(fd)
             raise OSError(f"could not open the proxy port inside the sandbox: {msg[1:].decode(errors='replace') or 'no reply'}")
         return _collect(msg[1:].decode().split(","), fds)
+
+    def _kill(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)  # SIGKILL: it is stuck, and close() must not wait for it
+            except ProcessLookupError:
+                pass
 
     def close(self) -> None:
         """Reap the child (it exits once it has answered, or at end of file when no pid came)."""

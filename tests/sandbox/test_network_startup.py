@@ -109,3 +109,20 @@ def test_a_namespace_helper_that_never_gets_a_pid_exits_and_is_reaped():
     helper.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # already reaped by close()
+
+
+def test_a_namespace_helper_that_hangs_is_killed_and_the_start_fails(monkeypatch):
+    """A helper stuck after the fork (a lock another thread of gtd held then) never answers: gtd gives up
+    after HELPER_REPLY_SECONDS, kills and reaps it, and the sandbox does not start (an error, not a hang)."""
+    from gtd.sandbox import netns
+
+    monkeypatch.setattr(netns, "HELPER_REPLY_SECONDS", 0.5)
+    monkeypatch.setattr(netns, "_join_namespaces", lambda pid, report: time.sleep(600))  # the child hangs
+    helper = NamespaceHelper(NamespaceLayout(proxy_port=3128))
+    pid = helper.pid
+    started = time.monotonic()
+    with pytest.raises(OSError, match="did not answer"):
+        helper.sockets_for(os.getpid())
+    assert time.monotonic() - started < 60
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # killed and reaped
