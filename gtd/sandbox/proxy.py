@@ -13,6 +13,7 @@ import base64
 import hmac
 import ipaddress
 import socket
+import sys
 import struct
 import threading
 from typing import Callable
@@ -36,6 +37,19 @@ PROXY_USER = "gtd"
 def system_resolver(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+SWITCH_INTERVAL = 0.0005  # seconds a busy gtd thread may keep the GIL from a waiting proxy thread (Python's default: 5 ms)
+
+
+def _answer_promptly() -> None:
+    """Make any CPU-bound gtd thread (the live view, parsing the agent's stream) hand the GIL to a waiting
+    proxy thread within SWITCH_INTERVAL: each blocking call of a connection's hand-shake gives the GIL away
+    and waited up to 5 ms to get it back, so a connection took +25-36 ms to its first byte while gtd was
+    busy (benchmarks/bench_proxy.py --busy-interpreter). Process-wide, and only ever lowered; a thread that
+    is alone runs on uninterrupted, so an idle gtd pays nothing."""
+    if sys.getswitchinterval() > SWITCH_INTERVAL:
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 @record
@@ -76,6 +90,7 @@ class FilteringProxy:
         self._start_accepting(listener, self._handle)
 
     def _start_accepting(self, listener: socket.socket, handler: Callable[[socket.socket], None]) -> None:
+        _answer_promptly()
         thread = threading.Thread(target=self._accept_loop, args=(listener, handler), daemon=True, name="gtd-proxy-accept")
         with self._lock:
             self._listeners[listener] = thread

@@ -187,3 +187,27 @@ def test_malformed_domain_in_config_fails_early(repo, home):
     cfg = GtdConfig.model_validate({"sandbox": {"levels": {"network": {"allowDomains": ["bad*.com"]}}}})
     with pytest.raises(ValueError):
         build_policy(cfg, workspace=repo, level=Level.NETWORK, home=home)
+
+
+def test_a_serving_proxy_gets_the_gil_back_within_half_a_millisecond():
+    """Once the proxy serves, a CPU-bound gtd thread (the live view, parsing the agent's stream) must hand
+    the GIL to a waiting proxy thread within 0.5 ms, not Python's 5 ms: each blocking call of a hand-shake
+    waited that long, +25-36 ms per connection (bench_proxy.py --busy-interpreter). A fresh interpreter,
+    since the setting is process-wide; one already lower is left alone."""
+    import subprocess
+    import sys
+
+    script = ("import socket, sys\n"
+              "from gtd.sandbox.domains import DomainRules\n"
+              "from gtd.sandbox.proxy import FilteringProxy\n"
+              "sys.setswitchinterval(float(sys.argv[1]))\n"
+              "proxy = FilteringProxy(DomainRules(), 'tok')\n"
+              "before = sys.getswitchinterval()\n"
+              "listener = socket.create_server(('127.0.0.1', 0))\n"
+              "proxy.serve(listener)\n"
+              "print(before, sys.getswitchinterval())\n"
+              "proxy.close()\n")
+    for start, expected in ((0.005, 0.0005), (0.0001, 0.0001)):
+        out = subprocess.run([sys.executable, "-c", script, str(start)], capture_output=True, text=True, check=True)
+        before, after = map(float, out.stdout.split())
+        assert before == pytest.approx(start) and after == pytest.approx(expected)
