@@ -91,3 +91,14 @@ def test_the_sandbox_policy_is_a_frozen_record_replace_keeps_the_rest():
     wider = replace(policy, allow_domains=("example.com",))
     assert wider.allow_domains == ("example.com",) and wider.workspace == Path("/w") and policy.allow_domains == ()
     assert wider.home == Path.home() and wider.limits == policy.limits
+
+
+def test_every_module_with_records_keeps_its_annotations_in_the_class_dict():
+    """gtd.record reads a class's fields from `__annotations__` in its own dict, which `from __future__ import
+    annotations` keeps there on every Python gtd supports (without it, Python 3.14 computes annotations lazily
+    and a record would silently have no fields)."""
+    package = Path(__file__).resolve().parent.parent / "gtd"
+    missing = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+               if "@record" in (text := path.read_text(encoding="utf-8")) and "from __future__ import annotations" not in text]
+    assert missing == []
+    assert len([p for p in package.rglob("*.py") if "@record" in p.read_text(encoding="utf-8")]) > 10
