@@ -159,14 +159,19 @@ def prime_moves() -> None:
     (~10 ms: the kernel switches the lock all forks take to its slow mode), and a move within about a
     grace period of the last one does not. This moves gtd into the cgroup it already is in (nothing
     changes), so that a sandbox started in the next ~20 ms is moved into its own cgroup in microseconds.
-    Best effort: where this process may not write its own cgroup, the sandbox's move waits as before."""
+    Best effort: where this process may not write its own cgroup, the sandbox's move waits as before.
+    Only a cgroup that already lists gtd is written: a mount whose root is not the hierarchy's (a bind-mounted
+    subtree) makes mount point + own path name some other cgroup, and gtd must never move itself there."""
     own = _own_cgroups()
+    pid = str(os.getpid())
     for mount, fstype, options in _mounts():
         key = "" if fstype == "cgroup2" else next((c for c in ("pids", "memory") if c in options), None)
         if key in own:
+            procs = Path(mount + own[key], "cgroup.procs")
             try:
-                Path(mount + own[key], "cgroup.procs").write_text(str(os.getpid()))
-                return
+                if pid in procs.read_text().split():
+                    procs.write_text(pid)
+                    return
             except OSError:
                 continue
 

@@ -416,6 +416,23 @@ def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
     assert Path("/proc/self/cgroup").read_text() == before
 
 
+def test_priming_never_moves_gtd_into_a_cgroup_it_is_not_in(tmp_path, monkeypatch):
+    """Where mount point + gtd's own path names another cgroup (a bind-mounted subtree), prime_moves
+    writes nothing there: only a cgroup already listing gtd is written."""
+    from gtd.sandbox import limits
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "cgroup.procs").write_text("1\n")
+    monkeypatch.setattr(limits, "_mounts", lambda: [(str(tmp_path), "cgroup2", set())])
+    monkeypatch.setattr(limits, "_own_cgroups", lambda: {"": "/elsewhere"})
+    limits.prime_moves()
+    assert (other / "cgroup.procs").read_text() == "1\n"
+    (other / "cgroup.procs").write_text(f"1\n{os.getpid()}\n")  # listed: the no-op move is written
+    limits.prime_moves()
+    assert (other / "cgroup.procs").read_text() == str(os.getpid())
+
+
 def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo):
     from gtd.sandbox.limits import cgroup_support
 
