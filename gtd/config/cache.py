@@ -16,6 +16,7 @@ project is (config/loader.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -32,7 +33,11 @@ MAX_ENTRIES = 64
 _CODE = ("escalation/trust.py", "sandbox/limits.py", "workspace_files.py")
 
 
-def _code_fingerprint(digest: "hashlib._Hash") -> None:
+@functools.cache
+def _code_fingerprint() -> bytes:
+    """sha256 of gtd's config code and pydantic's version, read once per process (a load can compute two
+    keys, the relocatable and the exact one)."""
+    digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
     for path in sorted((package / "config").glob("*.py")):
         _add_file(digest, path)
@@ -41,6 +46,7 @@ def _code_fingerprint(digest: "hashlib._Hash") -> None:
     spec = importlib.util.find_spec("pydantic")
     if spec is not None and spec.origin:
         _add_file(digest, Path(spec.origin).parent / "version.py")
+    return digest.digest()
 
 
 def _content(data: bytes) -> bytes:
@@ -76,7 +82,7 @@ def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None, 
     `relocatable`, they are named by their names alone (`extra` must not name the workspace either)."""
     digest = hashlib.sha256()
     digest.update(b"relocatable\0" if relocatable else b"exact\0")
-    _code_fingerprint(digest)
+    digest.update(_code_fingerprint())
     for path in files:
         _add_file(digest, path, workspace, relocatable, read)
     digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
