@@ -96,7 +96,7 @@ class NamespaceHelper:
         if self.pid == 0:  # pragma: no cover - runs in the forked child
             code = 1
             try:
-                self._parent.close()
+                _keep_only(child.fileno())
                 _join_namespaces(_read_pid(child), child)
                 sockets, kinds = _create(layout)
                 socket.send_fds(child, [("K" + ",".join(kinds)).encode()], [s.fileno() for s in sockets])
@@ -147,6 +147,15 @@ class NamespaceHelper:
 def open_namespace_sockets(pid: int, layout: NamespaceLayout) -> NamespaceSockets:
     """Create `layout`'s sockets inside the network namespace of `pid` (bwrap's child, still blocked)."""
     return NamespaceHelper(layout).sockets_for(pid)
+
+
+def _keep_only(fd: int) -> None:  # pragma: no cover - forked child
+    """Close every descriptor but stdio and `fd`, first thing in the forked helper. The fork copied all of
+    gtd's: another sandbox's pipe write ends among them (its --ro-bind-data, its info pipe), and bwrap's
+    child reads such a pipe to end of file while it builds its root, so a helper holding a copy stalled
+    that sandbox mid-setup for as long as the helper lived (its mount check then found a path missing)."""
+    os.closerange(3, fd)
+    os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
 
 
 def _read_pid(conn: socket.socket) -> int:  # pragma: no cover - forked child

@@ -126,3 +126,20 @@ def test_a_namespace_helper_that_hangs_is_killed_and_the_start_fails(monkeypatch
     assert time.monotonic() - started < 60
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # killed and reaped
+
+
+def test_a_namespace_helper_holds_no_copy_of_another_sandboxs_pipe():
+    """The helper is forked while other sandboxes may be starting: bwrap's child reads their data pipes
+    (--ro-bind-data) to end of file while it builds its root, so a helper keeping a copy of a write end
+    stalled that sandbox mid-setup. It closes every inherited descriptor at once."""
+    import select
+
+    r, w = os.pipe()
+    helper = NamespaceHelper(NamespaceLayout(proxy_port=3128))  # waits for a pid that never comes
+    try:
+        os.close(w)  # the last write end but the helper's copy
+        ready, _, _ = select.select([r], [], [], 10)
+        assert ready and os.read(r, 1) == b""  # end of file while the helper still runs
+    finally:
+        os.close(r)
+        helper.close()
