@@ -1,13 +1,19 @@
-"""Hints for errors that hide their cause: a tool blames the network (or the registry) when what failed
-was a write the sandbox refused. npm is the classic case: a read-only cache dir surfaces as "Invalid
-response body while trying to fetch https://registry...: EROFS". gtd reads the refused path out of the
-output and says what it is, why the sandbox refused it and the one change that would allow it.
+"""Hints for errors that hide their cause.
+
+- A tool blames the network (or the registry) when what failed was a write the sandbox refused. npm is
+  the classic case: a read-only cache dir surfaces as "Invalid response body while trying to fetch
+  https://registry...: EROFS". gtd reads the refused path out of the output and says what it is, why the
+  sandbox refused it and the one change that would allow it.
+- A connection to 127.0.0.1:PORT is refused inside while a server on this machine listens on that port:
+  the sandbox's loopback is its own, and the client's "Connection refused" does not say so. gtd names the
+  setting that forwards the port (`hostLoopbackPorts`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 from pathlib import Path
 
 from gtd.sandbox.violations import denied_write_paths
@@ -30,10 +36,50 @@ def _refused_paths(output: str) -> list[str]:
     return found
 
 
+# "Connection refused" as curl, wget, Node, Python (requests, urllib3), psql and redis-cli word it.
+_REFUSED = re.compile(r"ECONNREFUSED|Connection refused|Couldn't connect to server|actively refused", re.IGNORECASE)
+# A loopback address with its port: `127.0.0.1:5432`, `localhost port 8080` (curl), `host='127.0.0.1',
+# port=8080` (urllib3), `"127.0.0.1", port 5432` (psql), `[::1]:8080`.
+_LOOPBACK_PORT = re.compile(r"""(?:\blocalhost|\b127(?:\.\d{1,3}){3}|\[::1\])['"]?(?::|,? port[ =]?)(\d{1,5})\b""",
+                            re.IGNORECASE)
+
+
 def misleading_error_hints(output: str, policy) -> list[str]:
-    """One line per refused write in an output that otherwise reads like a network error (none if not)."""
+    """One line per cause an error output hides: a refused write dressed up as a network error, a server
+    on the host's loopback the client cannot see (none if neither)."""
     if not output:
         return []
+    return _refused_write_hints(output, policy) + _host_loopback_hints(output, policy)
+
+
+def _host_listens(port: int) -> bool:
+    """Whether a server on this machine's loopback accepts connections on `port` (gtd runs on the host)."""
+    for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.settimeout(0.5)
+                if probe.connect_ex((address, port)) == 0:
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def _host_loopback_hints(output: str, policy) -> list[str]:
+    """A refused connection to a loopback port that is not forwarded while the host serves it."""
+    if not _REFUSED.search(output) or getattr(policy, "unrestricted", False):
+        return []
+    ports = dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
+    level = policy.level.value
+    return [f"[gtd] hint: 127.0.0.1:{port} inside the sandbox is the sandbox's own loopback, where nothing listens "
+            f"on that port; the server on this machine's 127.0.0.1:{port} is reached only when the port is "
+            f"forwarded: add {port} to sandbox.levels.{level}.hostLoopbackPorts (in .gtdrc.json it counts once "
+            "you run `gtd trust`)."
+            for port in ports if 0 < port < 65536 and port not in policy.host_loopback_ports and _host_listens(port)]
+
+
+def _refused_write_hints(output: str, policy) -> list[str]:
+    """One line per refused write in an output that otherwise reads like a network error (none if not)."""
     refused = _refused_paths(output)
     text = output
     for raw in refused:  # a path that happens to contain "network" is not a network error

@@ -310,7 +310,8 @@ def build_policy(
         registries=registries,
         credential_hosts=_unique(h.lower() for h in config.sandbox.registry_credentials),
         host_loopback_ports=tuple(sorted(({p for lv in below for p in levels.for_level(lv).host_loopback_ports}
-                                          | set(loopback_ports(needs.model_hosts))) - {RESERVED_PORTS[0]})),
+                                          | set(loopback_ports(needs.model_hosts))
+                                          | set(loopback_ports(r.rule for r in registries))) - {RESERVED_PORTS[0]})),
         intercept_ports=tuple(sorted(set(config.sandbox.intercept_ports) - set(RESERVED_PORTS))),
         credential_files=tuple(credential_files),
         refused_credentials=tuple(refused_credentials),
@@ -323,8 +324,8 @@ RESERVED_PORTS = (3128, 53)
 
 
 def loopback_ports(hosts) -> list[int]:
-    """Ports of `host:port` rules that name the host's loopback (a model API served on this machine):
-    those are forwarded from the sandbox's own 127.0.0.1, where clients that bypass the proxy for
+    """Ports of `host:port` rules that name the host's loopback (a model API or a registry your own settings
+    name, served on this machine: verdaccio, devpi): those are forwarded from the sandbox's own 127.0.0.1, where clients that bypass the proxy for
     loopback connect."""
     ports = []
     for text in hosts:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gtd.sandbox.domains import DomainRules, parse_rule, split_host_port
-from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
+from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy, loopback_ports
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,11 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
     rules = DomainRules.parse(policy.reachable, policy.deny_domains)
     if host.strip("[]").lower() in ("localhost", "::1") or host.startswith("127."):
         if port in policy.host_loopback_ports:
-            origin = next((o for h, o in policy.model_host_origins if split_host_port(h)[1] == port), None)
+            origin = next((f"the model API from {o}" for h, o in policy.model_host_origins if split_host_port(h)[1] == port),
+                          None) or next((f"your own {r.tool} registry setting ({r.origin})" for r in policy.registries
+                                         if loopback_ports([r.rule]) == [port]), None)
             return Verdict(shown, True, "forwarded to the same port on the host's loopback"
-                           + (f" (the model API from {origin})" if origin else ""), f"hostLoopbackPorts: {port}")
+                           + (f" ({origin})" if origin else ""), f"hostLoopbackPorts: {port}")
         return Verdict(shown, True, "the sandbox's own loopback: a server a command starts there is reached "
                        f"directly; to reach the host's {shown} instead, add {port} to "
                        f"sandbox.levels.{level}.hostLoopbackPorts")

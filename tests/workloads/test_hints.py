@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 
 import pytest
 
@@ -85,3 +86,27 @@ def test_sandbox_run_shows_no_hint_when_the_command_succeeds_or_fails_for_anothe
     failed = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c", "echo 'network is down' >&2; exit 3",
                      cwd=repo)
     assert failed.returncode == 3 and "[gtd] hint" not in failed.stderr, failed.stderr
+
+
+def test_a_server_on_the_hosts_loopback_refused_inside_gets_a_hint_naming_hostloopbackports(repo, registry):
+    """curl and Node say only "Connection refused" for 127.0.0.1:PORT inside, where the host's server is
+    not: `gtd sandbox run` names the setting that forwards the port. None for a port the host does not
+    serve, nor for one already forwarded."""
+    port = registry.port  # a server listening on the host's loopback
+    fetch = (f"node -e \"fetch('http://127.0.0.1:{port}/').catch(e => {{ console.error(e.cause.message); "
+             "process.exit(1) })\"")
+    for command in (f"curl -sS http://localhost:{port}/", fetch):
+        r = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c", command, cwd=repo)
+        assert r.returncode != 0
+        assert f"add {port} to sandbox.levels.readwrite.hostLoopbackPorts" in r.stderr, r.stderr
+    (repo / ".gtdrc.json").write_text(json.dumps({"sandbox": {"levels": {"readwrite": {"hostLoopbackPorts": [port]}}}}))
+    assert run_gtd("trust", cwd=repo).returncode == 0
+    r = run_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", "-o", "/dev/null",
+                f"http://127.0.0.1:{port}/simple/", cwd=repo)
+    assert r.returncode == 0, r.stderr  # reached the host's server
+    assert "hint" not in r.stderr
+    with socket.socket() as probe:  # a port nothing on the host listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    r = run_gtd("sandbox", "run", "--level", "network", "--", "curl", "-sS", f"http://127.0.0.1:{closed}/", cwd=repo)
+    assert r.returncode == 7 and "hint" not in r.stderr, r.stderr

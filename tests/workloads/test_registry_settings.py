@@ -60,6 +60,21 @@ def test_pip_index_url_from_the_environment_is_used_without_its_password(sandbox
     assert asked == [] and not any(a and "PIP-SECRET" in a for a in registry.authorizations)
 
 
+def test_npmrc_registry_on_the_hosts_loopback_is_forwarded_at_network(sandbox, repo, npm_registry, isolated_home):
+    """A registry served on this machine (verdaccio on localhost:4873) named in ~/.npmrc: 127.0.0.1 inside is
+    the sandbox's own, so gtd forwards that one port to the host's, as it does for a model API there."""
+    (isolated_home / ".npmrc").write_text(f"registry=http://127.0.0.1:{npm_registry.port}/\nfund=false\n")
+    asked: list = []
+    session = sandbox(Level.NETWORK, network_decider=_asks(asked))
+    assert npm_registry.port in session.policy.host_loopback_ports
+    r = run(session, "npm install --no-audit --fetch-retries 0 gtd-shout"
+                     " && node -e \"console.log(require('gtd-shout')('ok'))\"", repo)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "OK"
+    assert asked == [] and session.violations == []
+    assert npm_registry.port not in sandbox(Level.READWRITE).policy.host_loopback_ports  # registries: network only
+
+
 def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, isolated_home):
     _npmrc(isolated_home, npm_registry.port)
     session = sandbox(Level.READWRITE, config=allow_registry(npm_registry.port, name=False))
