@@ -10,6 +10,11 @@ a *new* repository anywhere in the work tree, which git on the host honours afte
   placeholder would break git (it dies on an empty commondir): the read-only git dir prevents it.
 - a new repository anywhere in the work tree (a `.git` directory, or a `.git` file naming any
   gitdir): host git recurses into it for submodule status and runs its config.
+- a new *bare* repository anywhere in the work tree (a directory holding HEAD, objects and refs,
+  named anything): git run inside it (the user's shell prompt, `git log` and its `core.pager`)
+  takes it for the repository and runs its config; gtd's `git add -A` would commit it for every clone.
+- a directory that cannot be listed (`chmod 0111`): nothing below it can be checked, so it goes
+  as a whole (the user, or a `chmod -R`, would otherwise reveal what it hides to host git).
 - a new gitdir under `<gitdir>/modules` or `<gitdir>/worktrees`: `git submodule update` and
   `git worktree` adopt it.
 - `rebase-merge`/`rebase-apply`/`sequencer`: `git rebase --continue` runs the todo's `exec` lines.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -32,6 +38,13 @@ from gtd.record import field, record
 PLANTABLE_IN_GITDIR = ("commondir", "rebase-merge", "rebase-apply", "sequencer")
 
 
+# What one work-tree directory holds, as far as host git is concerned (work_tree_dirs).
+DOT_GIT = "dot_git"  # a `.git` entry of any type
+BARE = "bare"  # the directory itself looks like a git dir: git discovers it from inside as a bare repository
+UNREADABLE = "unreadable"  # it cannot be listed, so what is below it is unknown
+GITDIR_ENTRIES = frozenset(("HEAD", "objects", "refs"))  # what git's discovery needs to take a directory for a git dir
+
+
 @record
 class GitState:
     """The git metadata present when the policy was built: the baseline for `planted`."""
@@ -39,6 +52,8 @@ class GitState:
     dot_git: set[str] = field(default_factory=set)  # every `.git` entry in the work tree
     gitdirs: set[str] = field(default_factory=set)  # every known gitdir (repos, submodules, worktrees)
     present: set[str] = field(default_factory=set)  # PLANTABLE_IN_GITDIR entries that already existed
+    bare: set[str] = field(default_factory=set)  # work-tree directories that already looked like git dirs
+    unreadable: set[str] = field(default_factory=set)  # work-tree directories that could not be listed
     walked: bool = True  # the whole work tree was walked (False: only the workspace's own repository)
 
     def add_gitdir(self, gitdir: Path) -> list[Path]:
@@ -55,30 +70,40 @@ class GitState:
         return existing
 
 
-def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, bool]]:
-    """(directory, whether it holds a `.git` entry of any type) for `top` and every directory below it,
-    parents first (os.walk's top-down order), never into a `.git` or through a symlink. One scandir per
-    directory and no stat per entry: the work tree (node_modules, a venv) is walked twice per session,
-    at start (protected.py) and after the last command (`planted`). Unreadable directories are skipped."""
-    stack = [os.fspath(top)]
+def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, str | None]]:
+    """(directory, what it holds: DOT_GIT, BARE, UNREADABLE or None) for `top` and every directory below
+    it, parents first (os.walk's top-down order), never into a `.git`, a bare git dir or through a
+    symlink. One scandir per directory and no stat per entry: the work tree (node_modules, a venv) is
+    walked twice per session, at start (protected.py) and after the last command (`planted`). A
+    directory below `top` that cannot be listed for lack of permission is reported as UNREADABLE;
+    one that vanished meanwhile is skipped."""
+    top = os.fspath(top)
+    stack = [top]
     while stack:
         here = stack.pop()
         try:
             with os.scandir(here) as entries:
-                has_git, below = False, []
+                has_git, below, gitdir_like = False, [], 0
                 for entry in entries:
                     if entry.name == ".git":
                         has_git = True
-                    else:
-                        try:
-                            if entry.is_dir(follow_symlinks=False):
-                                below.append(entry.path)
-                        except OSError:
-                            pass
+                        continue
+                    gitdir_like += entry.name in GITDIR_ENTRIES
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            below.append(entry.path)
+                    except OSError:
+                        pass
+        except PermissionError:
+            if here != top:
+                yield here, UNREADABLE
+            continue
         except OSError:
             continue
-        yield here, has_git
-        stack.extend(reversed(below))
+        kind = DOT_GIT if has_git else BARE if gitdir_like == len(GITDIR_ENTRIES) else None
+        yield here, kind
+        if kind != BARE or here == top:  # a git dir is not work tree (the workspace root always is)
+            stack.extend(reversed(below))
 
 
 def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list[Path]:
@@ -89,11 +114,15 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list
     larger part of a short command's cost in a work tree with node_modules or a venv) is skipped;
     the git dirs themselves are still checked."""
     found: list[Path] = []
-    for dirpath, has_git in work_tree_dirs(workspace) if walk_tree else ():
-        if has_git:
+    for dirpath, kind in work_tree_dirs(workspace) if walk_tree else ():
+        if kind == DOT_GIT:
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
                 found.append(Path(p))
+        elif kind == BARE and dirpath not in state.bare and dirpath != os.fspath(workspace):
+            found.append(Path(dirpath))
+        elif kind == UNREADABLE and dirpath not in state.unreadable:
+            found.append(Path(dirpath))
     for gitdir in sorted(state.gitdirs):
         g = Path(gitdir)
         if not g.is_dir() or g.is_symlink():
@@ -141,6 +170,7 @@ def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Pat
             rel = Path(*p.parts[1:])
         dest = into / stamp / rel.parent / (rel.name + ".quarantined")  # no longer named `.git`
         try:
+            _let_owner_move(p)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(p), str(dest))
             done.append((p, f"planted git metadata; quarantined in {dest}"))
@@ -154,3 +184,11 @@ def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Pat
             except OSError as exc2:
                 done.append((p, f"planted git metadata; COULD NOT REMOVE ({exc2}): do not run git here"))
     return done
+
+
+def _let_owner_move(path: Path) -> None:
+    """Give back the owner's rwx on a directory the agent locked (`chmod 0111`): moving a directory to
+    another parent rewrites its `..` entry, which needs write permission on the directory itself."""
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
+        os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from gtd.sandbox.containment import strictly_inside
-from gtd.sandbox.gitguard import GitState, work_tree_dirs
+from gtd.sandbox.gitguard import BARE, UNREADABLE, GitState, work_tree_dirs
 from gtd.workspace_files import read_metadata_text
 
 # Shell start-up files: the host's next shell runs them.
@@ -306,9 +306,16 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
     state.walked = nested
     found: list[Path] = []
     seen: set[Path] = set()
-    tree = work_tree_dirs(workspace) if nested else [(str(workspace), os.path.lexists(workspace / ".git"))]
-    for dirpath, has_git in tree:
-        if not has_git and dirpath != str(workspace):
+    tree = work_tree_dirs(workspace) if nested else [(str(workspace), None)]
+    for dirpath, kind in tree:
+        if kind == UNREADABLE:
+            state.unreadable.add(dirpath)
+            continue
+        if kind == BARE and dirpath != str(workspace):  # a bare repository in the work tree: a git dir as a whole
+            state.bare.add(dirpath)
+            found += _gitdir_protected(Path(dirpath), Path(dirpath), home, seen, state)
+            continue
+        if kind is None and dirpath != str(workspace):
             continue
         here = Path(dirpath)
         found += [here / name for name in REPO_PROTECTED_NAMES]

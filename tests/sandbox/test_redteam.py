@@ -181,6 +181,58 @@ def test_planted_rebase_todo_is_quarantined(sandbox, repo, tmp_path):
     assert not (repo / ".git/rebase-merge").exists() and not (repo / ".git/sequencer").exists()
 
 
+@pytest.mark.parametrize("where", ["docs", "stash/g", "a/b/c.git"])
+def test_bare_repository_planted_in_the_work_tree_is_quarantined(sandbox, repo, tmp_path, where):
+    # A directory holding HEAD, objects and refs is a git dir whatever its name: git run inside it (the
+    # user's shell prompt, `git log` with the agent's core.pager) takes it for a bare repository and runs
+    # its config on the host, and gtd's `git add -A` would commit it for every clone.
+    marker = tmp_path / "PWNED"
+    s = sandbox(Level.READWRITE)
+    r = sh(s, f"mkdir -p {where} && echo keep > {where}/notes.txt && git init -q --bare {where} && "
+              f"{_evil_config(marker, where + '/config')} && git config -f {where}/config core.pager "
+              f"'touch {marker}-pager; cat' && echo planted", repo)
+    assert "planted" in r.out, r.err
+    s.close()
+    assert not (repo / where).exists()
+    assert any("quarantine" in v.detail and v.target == str(repo / where) for v in s.violations), s.violations
+    (repo / where).mkdir(parents=True)
+    found = git("-C", str(repo / where), "rev-parse", "--absolute-git-dir", cwd=repo).stdout.strip()
+    assert found == str(repo / ".git")  # git from there finds the user's repository again
+    assert _host_git_runs(repo, marker) == []
+
+
+def test_bare_repository_present_before_the_run_is_read_only(sandbox, repo):
+    git("init", "-q", "--bare", "tests/fixtures/remote.git", cwd=repo)
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "git config -f tests/fixtures/remote.git/config core.pager evil; "
+              "echo x > tests/fixtures/remote.git/hooks/post-update; echo x > tests/fixtures/ok", repo)
+    assert r.err.count("Read-only file system") >= 1 and "evil" not in (repo / "tests/fixtures/remote.git/config").read_text()
+    assert not (repo / "tests/fixtures/remote.git/hooks/post-update").exists()
+    s.close()
+    assert (repo / "tests/fixtures/remote.git/HEAD").exists() and (repo / "tests/fixtures/ok").exists()
+    assert not s.violations, s.violations
+
+
+def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path):
+    # A directory the agent makes unlistable (0111) kept the repository below it out of the walk for
+    # planted metadata: left in place, where `cd sub/deep` (a shell prompt's git) or a later `chmod -R u+r`
+    # hands its config to host git. gtd runs as the repository's owner without root's DAC override then.
+    import os
+    import subprocess
+    import sys
+
+    marker = tmp_path / "PWNED"
+    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    plant = (f"mkdir -p sub/deep && git init -q sub/deep && {_evil_config(marker, 'sub/deep/.git/config')}"
+             " && chmod 0111 sub && echo planted")
+    r = subprocess.run([*prefix, sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert "planted" in r.stdout, r.stderr
+    assert "quarantine" in r.stderr and f"{repo}/sub " in r.stderr, r.stderr
+    assert not os.path.lexists(repo / "sub")
+    assert _host_git_runs(repo, marker) == []
+
+
 def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     from sandbox_support import git
 
