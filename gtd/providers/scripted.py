@@ -49,8 +49,8 @@ class ScriptedProvider(Provider):
         """Read and check the whole script on the host; a bad script is a usage error naming the place."""
         path = self.script_path if self.script_path.is_absolute() or base is None else base / self.script_path
         try:
-            if path is self.script_path:
-                text = path.read_text()
+            if path is self.script_path:  # named by a config layer, maybe a project's: a regular file only, capped
+                text = _read_script_file(path)
             else:  # a script inside the workspace: read like every workspace file (no symlinks, no FIFOs)
                 text = workspace_files.read_text(base, self.script_path)
                 if text is None:
@@ -94,3 +94,14 @@ class ScriptedProvider(Provider):
         reason = "; ".join(errors) or (f"the scripted agent exited with status {exit_code}" if exit_code else
                                         "the scripted agent ended without finishing")
         return AgentOutcome(False, reason, session_id)
+
+
+def _read_script_file(path: Path) -> str:
+    """A script named by an absolute or `~` path. The name may come from a project's config (package.json's
+    "gtd" section, which the agent can edit): a FIFO there would hang gtd, /dev/zero exhaust its memory."""
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory")
+    text = workspace_files.read_metadata_text(path)
+    if text is None:
+        raise OSError(f"not a regular file of at most {workspace_files.MAX_READ_BYTES} bytes")
+    return text

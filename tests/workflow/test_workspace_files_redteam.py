@@ -122,6 +122,22 @@ def test_fifo_todo_md_fails_at_once_instead_of_hanging(repo):
     assert "TODO.md is a FIFO; gtd only reads and writes regular files in the workspace" in result.stderr
 
 
+def test_script_named_by_a_project_config_is_a_regular_file_or_an_error(repo, tmp_path):
+    # package.json's "gtd" section is a project config layer the agent may edit (non-loosening keys count
+    # untrusted): a `script` naming a FIFO hung every later headless gtd on the host (and /dev/zero, not
+    # tested here for the sake of the machine, exhausted its memory).
+    target = tmp_path / "fifo"
+    os.mkfifo(target)
+    (repo / "package.json").write_text(json.dumps({"name": "x", "gtd": {"provider": "scripted", "script": str(target)}}))
+    (repo / "TODO.md").write_text("# Counter\nadd numbers\n")
+    commit_all(repo, "configure gtd")
+
+    result = run_gtd("plan", "--non-interactive", cwd=repo, timeout=60)
+
+    assert result.returncode == 2, explain(result)
+    assert f"cannot read {target}: not a regular file" in result.stderr, explain(result)
+
+
 def test_symlinked_project_config_is_refused_not_followed(repo, tmp_path):
     """.gtdrc.json -> a file outside: config errors name the file and the reason (exit 2)."""
     outside = tmp_path / "elsewhere.json"
