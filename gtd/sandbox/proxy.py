@@ -25,9 +25,12 @@ from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # 
 
 Resolver = Callable[[str, int], list[str]]
 MAX_HEADER = 64 * 1024
+# Only a client that sent a loopback address through the proxy gets here (NO_PROXY lists every spelling
+# but "[::1]", which httpx rejects: Python's urllib proxies http://[::1]:PORT/).
 LOOPBACK_HINT = (
-    " (inside the sandbox 127.0.0.1 is the sandbox's own; to reach a service on the host's loopback,"
-    " add its port to sandbox.levels.<level>.hostLoopbackPorts)"
+    " (the client sent it through gtd's proxy instead of connecting directly; inside the sandbox loopback is"
+    " the sandbox's own: a server started there is reached directly at 127.0.0.1 or localhost; to reach a"
+    " service on the host's loopback, add its port to sandbox.levels.<level>.hostLoopbackPorts)"
 )
 HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 BUFSIZE = 256 * 1024

@@ -110,3 +110,15 @@ def test_a_server_on_the_hosts_loopback_refused_inside_gets_a_hint_naming_hostlo
         closed = probe.getsockname()[1]
     r = run_gtd("sandbox", "run", "--level", "network", "--", "curl", "-sS", f"http://127.0.0.1:{closed}/", cwd=repo)
     assert r.returncode == 7 and "hint" not in r.stderr, r.stderr
+
+
+def test_pythons_urllib_sending_ipv6_loopback_through_the_proxy_is_told_where_its_server_is(repo):
+    """NO_PROXY cannot spell "[::1]" (httpx rejects it), so urllib proxies http://[::1]:PORT/ for a server
+    the command started itself: the refusal says to use 127.0.0.1 or localhost, not only hostLoopbackPorts."""
+    script = ("python3 -m http.server 8765 --bind ::1 >/dev/null 2>&1 & sleep 1; "
+              "python3 -c \"import urllib.request as u; u.urlopen('http://[::1]:8765/')\"; "
+              "code=$?; curl -sS -o /dev/null -g 'http://[::1]:8765/' && echo direct-ok; kill $!; exit $code")
+    r = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c", script, cwd=repo)
+    assert r.returncode != 0 and "direct-ok" in r.stdout, r.stdout + r.stderr  # the server is there
+    assert "refused network [::1]:8765" in r.stderr
+    assert "a server started there is reached directly at 127.0.0.1 or localhost" in r.stderr, r.stderr
