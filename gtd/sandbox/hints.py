@@ -16,6 +16,7 @@ import re
 import socket
 from pathlib import Path
 
+from gtd.config.levels import Level
 from gtd.sandbox.violations import denied_write_paths
 
 # Wording that makes a filesystem refusal look like a network failure.
@@ -69,13 +70,29 @@ def _host_loopback_hints(output: str, policy) -> list[str]:
     """A refused connection to a loopback port that is not forwarded while the host serves it."""
     if not _REFUSED.search(output) or getattr(policy, "unrestricted", False):
         return []
-    ports = dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
+    ports = [p for p in dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
+             if 0 < p < 65536 and p not in policy.host_loopback_ports and _host_listens(p)]
+    return [_host_loopback_hint(port, policy) for port in ports]
+
+
+def _host_loopback_hint(port: int, policy) -> str:
+    """The change that forwards `port`: level network when it is the person's own registry (forwarded
+    there), else the port in hostLoopbackPorts."""
+    from gtd.sandbox.policy import loopback_ports
+    from gtd.sandbox.registries import user_registries
+
     level = policy.level.value
-    return [f"[gtd] hint: 127.0.0.1:{port} inside the sandbox is the sandbox's own loopback, where nothing listens "
-            f"on that port; the server on this machine's 127.0.0.1:{port} is reached only when the port is "
-            f"forwarded: add {port} to sandbox.levels.{level}.hostLoopbackPorts (in .gtdrc.json it counts once "
-            "you run `gtd trust`)."
-            for port in ports if 0 < port < 65536 and port not in policy.host_loopback_ports and _host_listens(port)]
+    mine = [r for r in user_registries(policy.home, workspace=policy.workspace) if loopback_ports([r.rule]) == [port]]
+    where = (f"your own {' and '.join(dict.fromkeys(r.tool for r in mine))} registry "
+             f"({'; '.join(dict.fromkeys(r.origin for r in mine))})") if mine else "the server"
+    if mine and policy.level.at_most(Level.READWRITE):
+        fix = ("is reached only at level network, where gtd forwards it: run at `--level network` (or set "
+               "sandbox.phases.<phase> to network)")
+    else:
+        fix = (f"is reached only when the port is forwarded: add {port} to sandbox.levels.{level}.hostLoopbackPorts "
+               "(in .gtdrc.json it counts once you run `gtd trust`)")
+    return (f"[gtd] hint: 127.0.0.1:{port} inside the sandbox is the sandbox's own loopback, where nothing listens on "
+            f"that port; {where} on this machine's 127.0.0.1:{port} {fix}.")
 
 
 def _refused_write_hints(output: str, policy) -> list[str]:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
+from gtd.sandbox.hints import misleading_error_hints
 from registries import REGISTRY_HOST
 from workload_support import allow_registry, run
 
@@ -72,7 +73,13 @@ def test_npmrc_registry_on_the_hosts_loopback_is_forwarded_at_network(sandbox, r
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "OK"
     assert asked == [] and session.violations == []
-    assert npm_registry.port not in sandbox(Level.READWRITE).policy.host_loopback_ports  # registries: network only
+    readwrite = sandbox(Level.READWRITE)  # registries: network only, and the refusal's hint says so
+    assert npm_registry.port not in readwrite.policy.host_loopback_ports
+    r = run(readwrite, "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode != 0 and f"ECONNREFUSED 127.0.0.1:{npm_registry.port}" in r.stdout + r.stderr
+    hints = misleading_error_hints(r.stdout + r.stderr, readwrite.policy)
+    assert len(hints) == 1 and "your own npm registry (~/.npmrc registry)" in hints[0], hints
+    assert "run at `--level network`" in hints[0]
 
 
 def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, isolated_home):
