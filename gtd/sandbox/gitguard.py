@@ -15,6 +15,9 @@ a *new* repository anywhere in the work tree, which git on the host honours afte
   takes it for the repository and runs its config; gtd's `git add -A` would commit it for every clone.
 - a directory that cannot be listed (`chmod 0111`): nothing below it can be checked, so it goes
   as a whole (the user, or a `chmod -R`, would otherwise reveal what it hides to host git).
+- a new symlink in the work tree into a place outside it that the agent can write and the host keeps
+  (a package cache's copy-on-write layer in gtd's state dir, an agent CLI's state dir): `cd docs` then
+  lands in a repository (or `.envrc`, `.vscode`, ...) the agent made there, out of every check above.
 - a new gitdir under `<gitdir>/modules` or `<gitdir>/worktrees`: `git submodule update` and
   `git worktree` adopt it.
 - `rebase-merge`/`rebase-apply`/`sequencer`: `git rebase --continue` runs the todo's `exec` lines.
@@ -54,6 +57,7 @@ class GitState:
     present: set[str] = field(default_factory=set)  # PLANTABLE_IN_GITDIR entries that already existed
     bare: set[str] = field(default_factory=set)  # work-tree directories that already looked like git dirs
     unreadable: set[str] = field(default_factory=set)  # work-tree directories that could not be listed
+    links: dict[str, int] = field(default_factory=dict)  # work-tree symlinks: path -> inode
     walked: bool = True  # the whole work tree was walked (False: only the workspace's own repository)
 
     def add_gitdir(self, gitdir: Path) -> list[Path]:
@@ -70,13 +74,14 @@ class GitState:
         return existing
 
 
-def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, str | None]]:
+def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None) -> Iterator[tuple[str, str | None]]:
     """(directory, what it holds: DOT_GIT, BARE, UNREADABLE or None) for `top` and every directory below
     it, parents first (os.walk's top-down order), never into a `.git`, a bare git dir or through a
     symlink. One scandir per directory and no stat per entry: the work tree (node_modules, a venv) is
     walked twice per session, at start (protected.py) and after the last command (`planted`). A
     directory below `top` that cannot be listed for lack of permission is reported as UNREADABLE;
-    one that vanished meanwhile is skipped."""
+    one that vanished meanwhile is skipped. `links` collects every symlink seen (path -> inode, both
+    from the directory listing: no extra system call)."""
     top = os.fspath(top)
     stack = [top]
     while stack:
@@ -92,6 +97,8 @@ def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, str | None]]:
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             below.append(entry.path)
+                        elif links is not None and entry.is_symlink():
+                            links[entry.path] = entry.inode()
                     except OSError:
                         pass
         except PermissionError:
@@ -106,15 +113,18 @@ def work_tree_dirs(top: Path | str) -> Iterator[tuple[str, str | None]]:
             stack.extend(reversed(below))
 
 
-def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list[Path]:
+def planted(state: GitState, workspace: Path, *, walk_tree: bool = True, outside_writable: tuple[str, ...] = ()) -> list[Path]:
     """Git metadata that exists now but did not when `state` was recorded (outermost paths only).
 
     `walk_tree` False: no sandboxed command had a writable directory in or around the work tree (it was
     mounted read-only, bar single files), so no `.git` can have appeared in it and the walk (the
     larger part of a short command's cost in a work tree with node_modules or a venv) is skipped;
-    the git dirs themselves are still checked."""
+    the git dirs themselves are still checked. `outside_writable`: the resolved places outside the work
+    tree the agent could write that the host keeps; a symlink that is new (or was replaced) since the
+    start and resolves into one of them is found too."""
     found: list[Path] = []
-    for dirpath, kind in work_tree_dirs(workspace) if walk_tree else ():
+    links: dict[str, int] = {}
+    for dirpath, kind in work_tree_dirs(workspace, links) if walk_tree else ():
         if kind == DOT_GIT:
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
@@ -123,6 +133,9 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list
             found.append(Path(dirpath))
         elif kind == UNREADABLE and dirpath not in state.unreadable:
             found.append(Path(dirpath))
+    for link, inode in links.items():
+        if state.links.get(link) != inode and _resolves_into(link, outside_writable):
+            found.append(Path(link))
     for gitdir in sorted(state.gitdirs):
         g = Path(gitdir)
         if not g.is_dir() or g.is_symlink():
@@ -138,6 +151,11 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True) -> list
     return found
 
 
+def _resolves_into(link: str, roots: tuple[str, ...]) -> bool:
+    real = os.path.realpath(link)
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
 def _new_gitdirs(base: Path, known: set[str]) -> list[Path]:
     """Directories below modules/ or worktrees/ that look like gitdirs and were not known."""
     new = []
@@ -151,17 +169,21 @@ def _new_gitdirs(base: Path, known: set[str]) -> list[Path]:
     return new
 
 
-def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Path, str]]:
+LINK_OUT = "a symlink into a place outside the workspace the agent can write"
+
+
+def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Path, str] | None = None) -> list[tuple[Path, str]]:
     """Move each path under `into/<UTC time>/` (keeping its path relative to the workspace).
 
-    Returns (path, what happened) pairs. If a move fails the path is removed: leaving it would let
-    host git run it.
+    Returns (path, what happened) pairs, each told as `what` names it (default: planted git metadata).
+    If a move fails the path is removed: leaving it would let host git run it.
     """
     from datetime import datetime, timezone  # here: only a planted entry is quarantined
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     done = []
     for p in paths:
+        label = (what or {}).get(p, "planted git metadata")
         if not os.path.lexists(p):
             continue  # inside something already moved
         try:
@@ -173,16 +195,16 @@ def quarantine(paths: list[Path], workspace: Path, into: Path) -> list[tuple[Pat
             _let_owner_move(p)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(p), str(dest))
-            done.append((p, f"planted git metadata; quarantined in {dest}"))
+            done.append((p, f"{label}; quarantined in {dest}"))
         except OSError as exc:
             try:
                 if p.is_dir() and not p.is_symlink():
                     shutil.rmtree(p)
                 else:
                     p.unlink()
-                done.append((p, f"planted git metadata; removed (could not quarantine: {exc})"))
+                done.append((p, f"{label}; removed (could not quarantine: {exc})"))
             except OSError as exc2:
-                done.append((p, f"planted git metadata; COULD NOT REMOVE ({exc2}): do not run git here"))
+                done.append((p, f"{label}; COULD NOT REMOVE ({exc2}): do not run git here"))
     return done
 
 

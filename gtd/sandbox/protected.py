@@ -306,7 +306,7 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
     state.walked = nested
     found: list[Path] = []
     seen: set[Path] = set()
-    tree = work_tree_dirs(workspace) if nested else [(str(workspace), None)]
+    tree = work_tree_dirs(workspace, state.links) if nested else [(str(workspace), None)]
     for dirpath, kind in tree:
         if kind == UNREADABLE:
             state.unreadable.add(dirpath)

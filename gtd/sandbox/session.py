@@ -204,14 +204,30 @@ class SandboxSession:
         if self.unsandboxed or state is None:
             return
         from gtd import paths
-        from gtd.sandbox.gitguard import planted, quarantine
+        from gtd.sandbox.gitguard import LINK_OUT, planted, quarantine
 
-        found = planted(state, self.policy.workspace, walk_tree=self._tree_writable)
+        found = planted(state, self.policy.workspace, walk_tree=self._tree_writable,
+                        outside_writable=self._writable_outside() if self._tree_writable else ())
         if not found:
             return
         into = paths.project_state_dir(self.policy.workspace) / "quarantine"
-        for path, what in quarantine(found, self.policy.workspace, into):
+        links = {p: LINK_OUT for p in found if p.name != ".git" and p.is_symlink()}
+        for path, what in quarantine(found, self.policy.workspace, into, what=links):
             self.record_violation(Violation.now("write", str(path), self.policy.level, what))
+
+    def _writable_outside(self) -> tuple[str, ...]:
+        """Resolved places outside the workspace the agent can write and the host keeps: the policy's
+        writable paths there, gtd's state dir (the package caches' layers) and the agent CLIs' dirs (also
+        when this session's provider does not write them: a link made now may be filled by a later run)."""
+        from gtd import paths
+        from gtd.providers.agent_dirs import agent_dir
+
+        workspace = os.path.realpath(self.policy.workspace)
+        roots = [*self.policy.writable, paths.user_state_dir(), agent_dir("any").parent]
+        resolved = (os.path.realpath(r) for r in roots)
+        return tuple(r for r in dict.fromkeys(resolved)
+                     if r != workspace and not workspace.startswith(r.rstrip(os.sep) + os.sep)
+                     and not r.startswith(workspace.rstrip(os.sep) + os.sep))
 
     def __enter__(self) -> "SandboxSession":
         return self.start()

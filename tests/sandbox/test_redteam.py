@@ -3,6 +3,7 @@ are refused and worth pinning. Each test runs real bwrap with a temporary HOME a
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -230,6 +231,27 @@ def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path):
     assert "planted" in r.stdout, r.stderr
     assert "quarantine" in r.stderr and f"{repo}/sub " in r.stderr, r.stderr
     assert not os.path.lexists(repo / "sub")
+    assert _host_git_runs(repo, marker) == []
+
+
+def test_symlink_into_the_package_cache_layer_is_quarantined(sandbox, repo, tmp_path):
+    # The package caches' copy-on-write layer lives in gtd's state dir on the host, where the walks for
+    # planted git metadata never look: a repository the agent made in ~/.cache/pip, reached through a
+    # new work-tree symlink (the layer's host path is in /proc/self/mountinfo), ran its config on the
+    # host as soon as the user's shell prompt ran `git status` in `docs/`.
+    marker = tmp_path / "PWNED"
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "upper=$(grep \" $HOME/.cache/pip \" /proc/self/mountinfo | sed -n 's/.*upperdir=\\([^,]*\\),.*/\\1/p' | head -1);"
+              " test -n \"$upper\" || { echo no-overlay; exit 0; };"
+              f" git init -q ~/.cache/pip/x && {_evil_config(marker, '$HOME/.cache/pip/x/.git/config')}"
+              " && ln -s \"$upper/x\" docs && ln -s \"$upper\" cache-link && ln -s README.md readme-link && echo planted", repo)
+    if "no-overlay" in r.out:
+        pytest.skip("package caches are not overlays here")
+    assert "planted" in r.out, r.err
+    s.close()
+    assert not os.path.lexists(repo / "docs") and not os.path.lexists(repo / "cache-link")
+    assert os.path.islink(repo / "readme-link")  # a link inside the work tree is the agent's work
+    assert sum("symlink into a place outside the workspace" in v.detail for v in s.violations) == 2, s.violations
     assert _host_git_runs(repo, marker) == []
 
 
