@@ -25,6 +25,7 @@ from gtd.record import record
 MEMORY_SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|%)?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 OFF = ("0", "none", "off", "unlimited")
+MIN_MEMORY = 16 << 20
 _counter = itertools.count()
 
 
@@ -35,7 +36,7 @@ def parse_memory(spec: str | int | None) -> int | None:
     if isinstance(spec, int):
         if spec < 0:
             raise ValueError(f"{spec}: a memory size cannot be negative (use none for no limit)")
-        return spec or None
+        return _at_least_minimum(spec, spec) or None
     text = spec.strip().lower()
     if text in OFF:
         return None
@@ -47,7 +48,16 @@ def parse_memory(spec: str | int | None) -> int | None:
         if not 0 < number <= 100:
             raise ValueError(f"{spec!r}: a share of RAM is between 0% and 100%")
         return int(total_memory() * number / 100)
-    return int(number * UNITS[unit]) or None
+    return _at_least_minimum(int(number * UNITS[unit]), spec) or None
+
+
+def _at_least_minimum(size: int, spec) -> int:
+    """A limit no command can start under is a slip (`memory = 5` meant 5G: a bare number is bytes), not a
+    choice: refused when the config is read, not found out as every command killed at start."""
+    if 0 < size < MIN_MEMORY:
+        raise ValueError(f"{spec!r} is {size} bytes, too little for any command to start (at least "
+                         f"{MIN_MEMORY >> 20}M); a bare number counts bytes: write the unit, e.g. 8G or 512M")
+    return size
 
 
 def total_memory() -> int:

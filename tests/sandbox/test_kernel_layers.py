@@ -347,9 +347,12 @@ def test_explain_shows_the_limits(repo):
     assert "processes: 500" in r.stdout and "memory: 2G" in r.stdout, r.stdout
 
 
-def test_a_bad_memory_limit_is_a_config_error_naming_the_key(repo):
-    (repo / ".gtdrc.json").write_text('{"sandbox": {"limits": {"memory": "lots"}}}')
-    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "explain"], cwd=repo, capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize("memory", ['"lots"', "5", '"512k"'])
+def test_a_bad_memory_limit_is_a_config_error_naming_the_key(repo, memory):
+    """`memory = 5` (meant 5G; a bare number counts bytes) would kill every command at start."""
+    (repo / ".gtdrc.json").write_text('{"sandbox": {"limits": {"memory": %s}}}' % memory)
+    r = subprocess.run([sys.executable, "-m", "gtd", "sandbox", "run", "--", "true"], cwd=repo, capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 2 and "sandbox.limits.memory" in r.stderr, r.stderr
 
 
