@@ -24,10 +24,10 @@ AUTO_ORDER = ("claude", "opencode", "pi")
 # provider's module, so a machine with one CLI, or none, does not import the other two (every
 # `gtd sandbox run` asks for the provider's needs: issue 13).
 EXECUTABLES = {"claude": "claude", "opencode": "opencode", "pi": "pi"}
-INSTALL_HINTS = {
-    "claude": "npm install -g @anthropic-ai/claude-code (or scripts/install-agents)",
-    "opencode": "npm install -g opencode-ai (or scripts/install-agents)",
-    "pi": "npm install -g @mariozechner/pi-coding-agent (or scripts/install-agents)",
+INSTALL_HINTS = {  # the command to copy, then where gtd's own checkout has the pinned versions
+    name: f"`npm install -g {package}` (or scripts/install-agents in a gtd source checkout)"
+    for name, package in (("claude", "@anthropic-ai/claude-code"), ("opencode", "opencode-ai"),
+                          ("pi", "@mariozechner/pi-coding-agent"))
 }
 
 
@@ -66,7 +66,7 @@ def get_provider(name: str, config: GtdConfig) -> Provider:
                 return provider
         raise GtdError(
             "no agent CLI found (provider: auto looks for claude, opencode, pi on PATH). Install one, e.g. "
-            f"`{INSTALL_HINTS['claude']}`, or use `--provider scripted` for the offline demo. "
+            f"{INSTALL_HINTS['claude']}, or use `--provider scripted` for the offline demo. "
             "`gtd doctor` shows what is installed.",
             exit_code=ExitCode.USAGE,
         )
