@@ -80,7 +80,9 @@ def run_phase(options: RunOptions, command: str, *, goal: str | None = None, one
         elif command == "build":
             from gtd.workflow.build import build, build_step
 
-            build_step(ctx) if one else build(ctx)
+            if not (build_step(ctx) if one else build(ctx)):  # a silent exit 0 would read as "built"
+                ctx.progress.info("nothing to build: every item in TODO.md is checked; `gtd learn` is next "
+                                  "(`gtd status` says why)")
         else:
             from gtd.workflow.learn import learn
 

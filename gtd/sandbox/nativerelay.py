@@ -9,7 +9,7 @@ What is loaded is host code in gtd's own process, so it comes only from gtd's st
 directory can be a workspace an agent writes). The file must be a regular file (not followed if it is a
 symlink) owned by this user and writable by no one else; its bytes are copied into a sealed memfd and that
 is what is loaded, so what was checked is what runs. Built by `scripts/setup`
-(`python -m gtd.sandbox.nativerelay`), by `gtd sandbox doctor`, or in the background at the first relayed
+(`python -m gtd.sandbox.nativerelay`), by `gtd doctor`, or in the background at the first relayed
 connection; until then, and wherever there is no compiler or a check fails, relay.py's Python loop is used.
 """
 

@@ -91,6 +91,18 @@ def test_next_step_runs_one_step_at_a_time(repo):
     assert subjects(repo)[0].startswith("🔨 build:")
 
 
+def test_build_with_every_item_checked_says_there_is_nothing_to_build(repo):
+    setup_repo(repo, write_script(repo, []))
+    (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]"))
+    git(repo, "add", "TODO.md")
+    git(repo, "commit", "-q", "-m", "📝 plan: Counter")
+    for args in (["build"], ["build", "--single"]):
+        result = run_gtd(*args, cwd=repo)
+        assert result.returncode == 0, result.stderr
+        assert "nothing to build: every item in TODO.md is checked; `gtd learn` is next" in result.stderr
+    assert subjects(repo)[0] == "📝 plan: Counter"
+
+
 def test_failing_tests_reprompt_then_fail_without_committing(repo):
     broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
                           {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
