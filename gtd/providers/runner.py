@@ -28,6 +28,10 @@ from gtd.providers.events import AgentEvent, EventKind
 from gtd.record import record
 
 STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a failure
+# The longest stdout line read as one event. Any process in the sandbox can write to the CLI's stdout
+# pipe (/proc/<its pid>/fd/1, same user): a line without end must not grow gtd's memory without bound.
+# Claude's largest lines (a tool result holding an image) stay far below this.
+MAX_EVENT_LINE = 32 * 1024 * 1024
 NOISE_LINES = 20  # non-event stdout lines kept for the error message
 READER_JOIN_SECONDS = 2.0
 EXIT_GRACE_SECONDS = 2.0  # after the CLI exits, how long its leftovers may keep stdout open  # after the kill, how long to wait for the pipes to drain
@@ -141,21 +145,48 @@ class ActivityClock:
 
 
 def _read_stdout(pipe: IO[bytes], lines: "queue.Queue[bytes | None]", activity: ActivityClock) -> None:
+    """Lines to the queue; one longer than MAX_EVENT_LINE is dropped (read in pieces, never whole)."""
     try:
-        for line in iter(pipe.readline, b""):
+        overlong = False
+        for line in iter(lambda: pipe.readline(MAX_EVENT_LINE), b""):
             activity.touch()
-            lines.put(line)
+            if len(line) == MAX_EVENT_LINE and not line.endswith(b"\n"):
+                overlong = True  # the next piece carries on the same line
+            elif overlong:
+                overlong = False  # its last piece
+            else:
+                lines.put(line)
     except (OSError, ValueError):
         pass
     finally:
         lines.put(None)
 
 
-def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock,
+class OutputTail:
+    """The last `limit` bytes of a stream, kept in the chunks they came in, and how many came before."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.dropped = 0
+
+    def append(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        while self.size > self.limit and len(self.chunks) > 1:
+            gone = len(self.chunks.popleft())
+            self.size -= gone
+            self.dropped += gone
+
+    def bytes(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _read_stderr(pipe: IO[bytes], tail: OutputTail, activity: ActivityClock,
                  lines: "queue.Queue[bytes | AgentEvent | None]", parse: Callable[[str], list[AgentEvent]]) -> None:
     """Keeps the tail of stderr for the error message; events the provider finds in a stderr line
     (`parse_stderr_line`) join the stdout stream's queue, so they reach `on_event` in order."""
-    size = 0
     partial = b""
     try:
         while True:
@@ -164,9 +195,6 @@ def _read_stderr(pipe: IO[bytes], tail: deque, activity: ActivityClock,
                 return
             activity.touch()
             tail.append(chunk)
-            size += len(chunk)
-            while size > STDERR_LIMIT and len(tail) > 1:
-                size -= len(tail.popleft())
             *complete, partial = (partial + chunk).split(b"\n")
             partial = partial[-STDERR_LIMIT:]  # a line without end is not read without bound
             for raw in complete:
@@ -220,7 +248,7 @@ def run_agent(
     tool_seconds = float(getattr(timeouts, "tool_seconds", None) or timeouts.run_seconds)
     open_calls: dict[str, AgentEvent] = {}  # tool calls started and not finished, by id
     lines: queue.Queue[bytes | AgentEvent | None] = queue.Queue()  # stdout lines, stderr events
-    stderr_tail: deque[bytes] = deque()
+    stderr_tail = OutputTail(STDERR_LIMIT)
     threads = [
         threading.Thread(target=_read_stdout, args=(proc.stdout, lines, activity), daemon=True),
         threading.Thread(target=_read_stderr, args=(proc.stderr, stderr_tail, activity, lines, provider.parse_stderr_line),
@@ -299,7 +327,7 @@ def run_agent(
     _finish(proc, pgid, threads)
     seconds = time.monotonic() - launched
     kill_process_group(proc, pgid)  # leftovers in the group (background shells) do not outlive the run
-    stderr_text = b"".join(stderr_tail).decode("utf-8", "replace")
+    stderr_text = stderr_tail.bytes().decode("utf-8", "replace")
     exit_code = proc.returncode
     if stopped:
         running = _running(open_calls)

@@ -300,6 +300,13 @@ _NETWORK_DOWN = re.compile(r"Network is unreachable|ENETUNREACH|Temporary failur
                            r"Name or service not known|getaddrinfo failed|No address associated with hostname")
 
 
+# A test run's output is the agent's (it wrote the tests): gtd keeps only its tail, which is all any reader
+# uses (the prompt, the error message, the network-error hints), and reads no line longer than this in one
+# piece, so `cat /dev/zero` cannot take gtd's memory outside the sandbox's limits.
+TEST_OUTPUT_KEPT = 1024 * 1024
+TEST_LINE_LIMIT = 64 * 1024
+
+
 def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeout: float,
                   on_line, clock: ActivityClock | None = None) -> subprocess.CompletedProcess:
     """Run a command in the sandbox, its stdout and stderr merged in order and handed line by line to
@@ -307,15 +314,15 @@ def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeou
     time `clock` spent waiting for a person) and its process group was killed."""
     import threading
 
-    from gtd.providers.runner import kill_process_group, process_group, wait_exit
+    from gtd.providers.runner import OutputTail, kill_process_group, process_group, wait_exit
 
     proc = session.popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     pgid = process_group(proc)
-    chunks: list[bytes] = []
+    kept = OutputTail(TEST_OUTPUT_KEPT)
 
     def read() -> None:
-        for raw in iter(proc.stdout.readline, b""):
-            chunks.append(raw)
+        for raw in iter(lambda: proc.stdout.readline(TEST_LINE_LIMIT), b""):
+            kept.append(raw)
             try:
                 on_line(raw.decode("utf-8", "replace").rstrip("\n"))
             except Exception:  # noqa: BLE001 - the display never breaks the test run
@@ -343,7 +350,8 @@ def run_streaming(session: SandboxSession, argv: list[str], *, cwd: Path, timeou
     reader.join(timeout=5)
     if code is None:
         proc.wait()
-    return subprocess.CompletedProcess(argv, code, b"".join(chunks), b"")
+    left_out = f"[gtd] {kept.dropped} bytes of earlier output left out\n".encode() if kept.dropped else b""
+    return subprocess.CompletedProcess(argv, code, left_out + kept.bytes(), b"")
 
 
 def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, repo: Path) -> bool:

@@ -223,3 +223,26 @@ def test_exited_agent_with_child_holding_stdout_still_finishes(launcher, workdir
                        timeouts=SimpleNamespace(inactivity_seconds=30, run_seconds=60))
     assert result.ok and result.stopped is None
     assert wait_dead(int(pidfile.read_text()))
+
+
+def test_a_line_without_end_is_not_read_whole(launcher, workdir, monkeypatch):
+    # Any process in the sandbox can write to the CLI's stdout pipe (/proc/<cli pid>/fd/1, same user):
+    # an endless line took gtd's memory (outside the sandbox's limits) while readline waited for its end.
+    import tracemalloc
+
+    from gtd.providers import runner
+
+    monkeypatch.setattr(runner, "MAX_EVENT_LINE", 1 << 20, raising=False)
+    program = PRELUDE + """
+emit(kind="start")
+subprocess.run(["sh", "-c", "head -c 60000000 /dev/zero > /proc/$PPID/fd/1; echo > /proc/$PPID/fd/1"])
+emit(kind="end")
+"""
+    tracemalloc.start()
+    try:
+        result = run_agent(PythonProvider(program), request_for(workdir), launcher, timeouts=FAST)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.ok and [e.kind for e in result.events] == [EventKind.START, EventKind.END]
+    assert peak < 20_000_000, peak

@@ -255,6 +255,28 @@ def test_symlink_into_the_package_cache_layer_is_quarantined(sandbox, repo, tmp_
     assert _host_git_runs(repo, marker) == []
 
 
+def test_test_command_output_is_kept_as_a_bounded_tail(sandbox, repo):
+    # The tests are the agent's: `cat /dev/zero` in them grew gtd's memory (outside the sandbox's limits)
+    # without bound, one endless line held whole; every reader only ever used the output's end.
+    import tracemalloc
+
+    from gtd.workflow.phase_agent import run_streaming
+
+    s = sandbox(Level.READWRITE)
+    seen = []
+    tracemalloc.start()
+    try:
+        done = run_streaming(s, ["/bin/sh", "-c", "head -c 100000000 /dev/zero; echo; echo LAST-LINE; exit 3"],
+                             cwd=repo, timeout=60, on_line=lambda line: seen.append(len(line)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done.returncode == 3
+    assert done.stdout.endswith(b"LAST-LINE\n") and len(done.stdout) < 2_000_000, len(done.stdout)
+    assert done.stdout.startswith(b"[gtd] ") and b"bytes of earlier output left out" in done.stdout[:100]
+    assert max(seen) <= 64 * 1024 and peak < 30_000_000, (max(seen), peak)
+
+
 def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     from sandbox_support import git
 
