@@ -178,8 +178,11 @@ def why(
     """
     from gtd.sandbox.why import why as explain_target
 
+    from gtd.config.levels import Level
+
     policy = _policy(phase, level, directory)
-    verdict = explain_target(policy, target, (directory or Path.cwd()).resolve(), as_path=as_path)
+    verdict = explain_target(policy, target, (directory or Path.cwd()).resolve(), as_path=as_path,
+                             at_network=lambda: _policy(phase, Level.NETWORK, directory))
     if json_out:
         write(json.dumps(verdict.to_dict(), indent=2) + "\n")
     else:

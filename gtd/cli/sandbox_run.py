@@ -114,7 +114,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
 
 def _show_refusal(v) -> None:
     """A refusal on screen as it happens: what, why, and where to look for the one change that allows it."""
-    why = f"; see `gtd sandbox why {v.target}`" if v.kind in ("network", "write") else ""
+    why = f"; see `gtd sandbox why {v.target} --level {v.level.value}`" if v.kind in ("network", "write") else ""
     write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail}){why}\n", stream=sys.stderr)
 
 

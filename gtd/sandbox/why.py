@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
+from gtd.config.levels import Level
 from gtd.sandbox.domains import DomainRules, parse_rule, split_host_port
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy, loopback_ports
 
@@ -62,8 +64,9 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
                    f"approve it when gtd asks, or add it to sandbox.levels.{level}.writablePaths")
 
 
-def why_host(policy: SandboxPolicy, target: str) -> Verdict:
-    """Would a connection to `host[:port]` (default 443) be let through by the proxy, and why."""
+def why_host(policy: SandboxPolicy, target: str, at_network: Callable[[], SandboxPolicy] | None = None) -> Verdict:
+    """Would a connection to `host[:port]` (default 443) be let through by the proxy, and why. `at_network`:
+    the same policy at level network, to say whether running there would allow a refused host."""
     host, port = split_host_port(target)
     port = port or 443
     shown = f"{host}:{port}"
@@ -78,9 +81,13 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
                                          if loopback_ports([r.rule]) == [port]), None)
             return Verdict(shown, True, "forwarded to the same port on the host's loopback"
                            + (f" ({origin})" if origin else ""), f"hostLoopbackPorts: {port}")
+        forwarded = why_host(at_network(), target) if at_network is not None and policy.level.rank < Level.NETWORK.rank \
+            else None
+        instead = (f"run at level network (`--level network`), where it is {forwarded.reason}"
+                   if forwarded is not None and forwarded.rule else
+                   f"add {port} to sandbox.levels.{level}.hostLoopbackPorts")
         return Verdict(shown, True, "the sandbox's own loopback: a server a command starts there is reached "
-                       f"directly; to reach the host's {shown} instead, add {port} to "
-                       f"sandbox.levels.{level}.hostLoopbackPorts")
+                       f"directly; to reach the host's {shown} instead, {instead}")
     decision = rules.decide(host, port)
     if decision == "deny":
         rule = next(r for r in rules.deny if r.matches(host, port))
@@ -96,12 +103,18 @@ def why_host(policy: SandboxPolicy, target: str) -> Verdict:
             else f"allowDomains at or below level {level}"
         return Verdict(shown, True, f"allowed by {source} (names resolving to loopback, link-local or metadata "
                        "addresses are still refused unless the IP itself is listed)", str(rule))
+    fix = f"add {shown} to sandbox.levels.{level}.allowDomains"
+    if at_network is not None and policy.level.rank < Level.NETWORK.rank:
+        network = why_host(at_network(), target)
+        fix += (f", or run at level network (`--level network`, or sandbox.phases.<phase>: network), where it is "
+                f"{network.reason.split(' (')[0]}" if network.allowed else
+                " (level network does not allow it either)")
     return Verdict(shown, False, f"no rule allows it at level {level}: gtd asks you live (a headless run refuses it "
-                   "and saves a request for `gtd approve`)", None,
-                   f"add {shown} to sandbox.levels.{level}.allowDomains, or run the phase at level network")
+                   "and saves a request for `gtd approve`)", None, fix)
 
 
-def why(policy: SandboxPolicy, target: str, cwd: Path, *, as_path: bool = False) -> Verdict:
+def why(policy: SandboxPolicy, target: str, cwd: Path, *, as_path: bool = False,
+        at_network: Callable[[], SandboxPolicy] | None = None) -> Verdict:
     """A path (with a slash, starting with . or ~, existing, named by the policy, or forced) or else a
     host[:port]. `TODO.md` looks like a host name (.md is a top-level domain) yet is a phase's file."""
     candidate = Path(target).expanduser()
@@ -110,4 +123,4 @@ def why(policy: SandboxPolicy, target: str, cwd: Path, *, as_path: bool = False)
         or candidate in policy.deny_read
     if as_path or "/" in target or target.startswith((".", "~")) or os.path.lexists(candidate) or named:
         return why_path(policy, candidate)
-    return why_host(policy, target)
+    return why_host(policy, target, at_network)

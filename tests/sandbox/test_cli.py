@@ -45,6 +45,7 @@ def test_run_headless_refusal_exits_4_with_the_pending_request(repo):
                     "curl -s --max-time 5 https://example.com; exit 7", cwd=repo)
     assert r.returncode == 4
     assert "refused network example.com:443 (not approved" in r.stderr  # the reason, on screen
+    assert "see `gtd sandbox why example.com:443 --level readwrite`" in r.stderr  # at the level that refused it
     assert r.stdout == ""  # the command's stdout stays the command's
     payload = json.loads(r.stderr.splitlines()[-1])
     assert payload["requests"][0]["target"] == "example.com:443" and payload["commandExitCode"] == 7

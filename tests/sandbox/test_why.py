@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from support import run_gtd
@@ -75,3 +76,18 @@ def test_loopback_is_the_sandboxs_own_unless_a_host_loopback_port_forwards_it(re
     config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"hostLoopbackPorts": [5432]}}}})
     v = why(build_policy(config, workspace=repo, home=Path.home(), level=Level.READWRITE), "localhost:5432", repo)
     assert v.allowed and v.rule == "hostLoopbackPorts: 5432" and "host's loopback" in v.reason
+
+
+def test_a_host_refused_below_network_says_whether_running_at_network_would_allow_it(repo, monkeypatch):
+    for key in [k for k in os.environ if k.startswith(("PIP_", "npm_config_", "NPM_CONFIG_"))]:
+        monkeypatch.delenv(key)  # the machine's own registry settings stay out
+    registry = run_gtd("sandbox", "why", "pypi.org:443", "--level", "readwrite", cwd=repo)
+    assert registry.returncode == 1
+    assert "or run at level network (`--level network`" in registry.stdout, registry.stdout
+    other = run_gtd("sandbox", "why", "example.org:443", "--level", "readwrite", cwd=repo)
+    assert "level network does not allow it either" in other.stdout and "--level network" not in other.stdout
+    # The person's own registry on this machine's loopback is forwarded at network (not a hostLoopbackPorts entry).
+    Path(os.environ["HOME"], ".npmrc").write_text("registry=http://127.0.0.1:4873/\n")
+    mine = run_gtd("sandbox", "why", "127.0.0.1:4873", "--phase", "build", cwd=repo)
+    assert "run at level network (`--level network`), where it is forwarded" in mine.stdout, mine.stdout
+    assert "~/.npmrc registry" in mine.stdout and "hostLoopbackPorts" not in mine.stdout
