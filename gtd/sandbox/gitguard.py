@@ -18,6 +18,9 @@ a *new* repository anywhere in the work tree, which git on the host honours afte
 - a new symlink in the work tree into a place outside it that the agent can write and the host keeps
   (a package cache's copy-on-write layer in gtd's state dir, an agent CLI's state dir): `cd docs` then
   lands in a repository (or `.envrc`, `.vscode`, ...) the agent made there, out of every check above.
+- a new agent CLI config (`.claude/`, `opencode.json`, `.pi/`, ...; `GitState.names`) in any directory
+  of the work tree, not only at a repository's root: the person's own CLI run in that directory
+  (`cd packages/app && claude`; opencode reads every opencode.json up to the repository) trusts it.
 - a new gitdir under `<gitdir>/modules` or `<gitdir>/worktrees`: `git submodule update` and
   `git worktree` adopt it.
 - `rebase-merge`/`rebase-apply`/`sequencer`: `git rebase --continue` runs the todo's `exec` lines.
@@ -58,6 +61,8 @@ class GitState:
     bare: set[str] = field(default_factory=set)  # work-tree directories that already looked like git dirs
     unreadable: set[str] = field(default_factory=set)  # work-tree directories that could not be listed
     links: dict[str, int] = field(default_factory=dict)  # work-tree symlinks: path -> inode
+    names: frozenset[str] = frozenset()  # entry names the agent may not create anywhere in the work tree
+    named: set[str] = field(default_factory=set)  # work-tree entries with one of `names` (any directory)
     walked: bool = True  # the whole work tree was walked (False: only the workspace's own repository)
 
     def add_gitdir(self, gitdir: Path) -> list[Path]:
@@ -74,14 +79,15 @@ class GitState:
         return existing
 
 
-def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None) -> Iterator[tuple[str, str | None]]:
+def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None, named: set[str] | None = None,
+                   names: frozenset[str] = frozenset()) -> Iterator[tuple[str, str | None]]:
     """(directory, what it holds: DOT_GIT, BARE, UNREADABLE or None) for `top` and every directory below
     it, parents first (os.walk's top-down order), never into a `.git`, a bare git dir or through a
     symlink. One scandir per directory and no stat per entry: the work tree (node_modules, a venv) is
     walked twice per session, at start (protected.py) and after the last command (`planted`). A
     directory below `top` that cannot be listed for lack of permission is reported as UNREADABLE;
     one that vanished meanwhile is skipped. `links` collects every symlink seen (path -> inode, both
-    from the directory listing: no extra system call)."""
+    from the directory listing: no extra system call), `named` every entry whose name is in `names`."""
     top = os.fspath(top)
     stack = [top]
     while stack:
@@ -94,6 +100,8 @@ def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None) -> Iter
                         has_git = True
                         continue
                     gitdir_like += entry.name in GITDIR_ENTRIES
+                    if entry.name in names and named is not None:
+                        named.add(entry.path)
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             below.append(entry.path)
@@ -113,8 +121,9 @@ def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None) -> Iter
             stack.extend(reversed(below))
 
 
-def planted(state: GitState, workspace: Path, *, walk_tree: bool = True, outside_writable: tuple[str, ...] = ()) -> list[Path]:
-    """Git metadata that exists now but did not when `state` was recorded (outermost paths only).
+def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
+            outside_writable: tuple[str, ...] = ()) -> dict[Path, str]:
+    """What exists now but did not when `state` was recorded (outermost paths only), each with what it is.
 
     `walk_tree` False: no sandboxed command had a writable directory in or around the work tree (it was
     mounted read-only, bar single files), so no `.git` can have appeared in it and the walk (the
@@ -124,7 +133,8 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True, outside
     start and resolves into one of them is found too."""
     found: list[Path] = []
     links: dict[str, int] = {}
-    for dirpath, kind in work_tree_dirs(workspace, links) if walk_tree else ():
+    named: set[str] = set()
+    for dirpath, kind in work_tree_dirs(workspace, links, named, state.names) if walk_tree else ():
         if kind == DOT_GIT:
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
@@ -133,9 +143,11 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True, outside
             found.append(Path(dirpath))
         elif kind == UNREADABLE and dirpath not in state.unreadable:
             found.append(Path(dirpath))
+    what = {p: "planted git metadata" for p in found}
     for link, inode in links.items():
         if state.links.get(link) != inode and _resolves_into(link, outside_writable):
-            found.append(Path(link))
+            what[Path(link)] = LINK_OUT
+    what.update((Path(p), AGENT_CONFIG) for p in sorted(named - state.named))
     for gitdir in sorted(state.gitdirs):
         g = Path(gitdir)
         if not g.is_dir() or g.is_symlink():
@@ -143,12 +155,12 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True, outside
         for name in PLANTABLE_IN_GITDIR:
             p = g / name
             if os.path.lexists(p) and str(p) not in state.present:
-                found.append(p)
+                what[p] = "planted git metadata"
         for sub in ("modules", "worktrees"):
             base = g / sub
             if base.is_dir() and not base.is_symlink():
-                found += _new_gitdirs(base, state.gitdirs)
-    return found
+                what.update((p, "planted git metadata") for p in _new_gitdirs(base, state.gitdirs))
+    return what
 
 
 def _resolves_into(link: str, roots: tuple[str, ...]) -> bool:
@@ -170,6 +182,7 @@ def _new_gitdirs(base: Path, known: set[str]) -> list[Path]:
 
 
 LINK_OUT = "a symlink into a place outside the workspace the agent can write"
+AGENT_CONFIG = "an agent CLI's config, which the person's own CLI run in that directory would trust"
 
 
 def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Path, str] | None = None) -> list[tuple[Path, str]]:

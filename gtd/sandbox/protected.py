@@ -306,7 +306,8 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
     state.walked = nested
     found: list[Path] = []
     seen: set[Path] = set()
-    tree = work_tree_dirs(workspace, state.links) if nested else [(str(workspace), None)]
+    state.names = frozenset(AGENT_CONFIG_NAMES)
+    tree = work_tree_dirs(workspace, state.links, state.named, state.names) if nested else [(str(workspace), None)]
     for dirpath, kind in tree:
         if kind == UNREADABLE:
             state.unreadable.add(dirpath)
@@ -327,7 +328,8 @@ def repo_protected_paths(workspace: Path, home: Path, state: GitState | None = N
             gitdir = _gitdir_of(dot_git)
             if gitdir is not None:
                 found += _gitdir_protected(gitdir, here, home, seen, state)
-    return found
+    at_roots = set(found)  # an agent CLI's config anywhere else in the work tree: read-only as it is
+    return found + [p for p in map(Path, sorted(state.named)) if p not in at_roots]
 
 
 def home_protected_paths(home: Path, workspace: Path) -> list[Path]:

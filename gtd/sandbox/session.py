@@ -204,15 +204,14 @@ class SandboxSession:
         if self.unsandboxed or state is None:
             return
         from gtd import paths
-        from gtd.sandbox.gitguard import LINK_OUT, planted, quarantine
+        from gtd.sandbox.gitguard import planted, quarantine
 
         found = planted(state, self.policy.workspace, walk_tree=self._tree_writable,
                         outside_writable=self._writable_outside() if self._tree_writable else ())
         if not found:
             return
         into = paths.project_state_dir(self.policy.workspace) / "quarantine"
-        links = {p: LINK_OUT for p in found if p.name != ".git" and p.is_symlink()}
-        for path, what in quarantine(found, self.policy.workspace, into, what=links):
+        for path, what in quarantine(list(found), self.policy.workspace, into, what=found):
             self.record_violation(Violation.now("write", str(path), self.policy.level, what))
 
     def _writable_outside(self) -> tuple[str, ...]:

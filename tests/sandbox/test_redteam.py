@@ -277,6 +277,36 @@ def test_test_command_output_is_kept_as_a_bounded_tail(sandbox, repo):
     assert max(seen) <= 64 * 1024 and peak < 30_000_000, (max(seen), peak)
 
 
+def test_agent_config_created_in_a_subdirectory_is_quarantined(sandbox, repo):
+    # Protected names were placed at repository roots only: `packages/app/.claude/settings.json` with a
+    # hook (or an opencode.json with an MCP server command) ran on the host once the person started their
+    # own CLI in that directory (opencode reads every opencode.json up to the repository's root).
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "mkdir -p packages/app/.claude deep/er && echo '{\"hooks\": {}}' > packages/app/.claude/settings.json"
+              " && echo '{\"mcp\": {}}' > packages/app/opencode.json && mkdir deep/er/.pi && echo x > deep/er/.mcp.json"
+              " && echo code > packages/app/main.py && echo planted", repo)
+    assert "planted" in r.out, r.err
+    s.close()
+    for gone in ("packages/app/.claude", "packages/app/opencode.json", "deep/er/.pi", "deep/er/.mcp.json"):
+        assert not os.path.lexists(repo / gone), gone
+    assert (repo / "packages/app/main.py").read_text() == "code\n"  # the agent's work stays
+    assert sum("agent CLI's config" in v.detail for v in s.violations) == 4, s.violations
+
+
+def test_agent_config_present_in_a_subdirectory_is_read_only(sandbox, repo):
+    (repo / "packages/app/.claude").mkdir(parents=True)
+    (repo / "packages/app/.claude/settings.json").write_text("{}\n")
+    (repo / "packages/app/opencode.json").write_text("{}\n")
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "echo '{\"hooks\": 1}' > packages/app/.claude/settings.json; echo x > packages/app/.claude/new;"
+              " echo x > packages/app/opencode.json; echo ok > packages/app/main.py", repo)
+    assert r.err.count("Read-only file system") == 3, r.err
+    s.close()
+    assert (repo / "packages/app/.claude/settings.json").read_text() == "{}\n"
+    assert (repo / "packages/app/opencode.json").read_text() == "{}\n"
+    assert (repo / "packages/app/main.py").read_text() == "ok\n"
+
+
 def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     from sandbox_support import git
 
