@@ -100,6 +100,7 @@ class SandboxSession:
         self._caches = None  # the package-cache layer (caches.py), Linux only
         self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
+        self._spare_cgroup = None  # made by start() for the first command (in self._cgroups already)
         self._tools = None  # the person's registry settings, secrets left out (registries.py)
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
@@ -136,6 +137,12 @@ class SandboxSession:
                 if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
                     from gtd.sandbox.limits import prime_moves
 
+                    # The first command's cgroup is made before the priming move starts: a mkdir in a cgroup
+                    # hierarchy waits for a move in flight (its grace period, ~10-15 ms) and would stall
+                    # the first command's start on this thread.
+                    self._spare_cgroup = self._layers.cgroup()
+                    if self._spare_cgroup is not None:
+                        self._cgroups.append(self._spare_cgroup)
                     _Background(prime_moves)
             from gtd.sandbox.registries import ToolSettings
 
@@ -172,6 +179,7 @@ class SandboxSession:
                 self.record_violation(Violation.now("limit", setting, self.policy.level, f"{what}; raise {setting} in config"))
             cgroup.remove()
         self._cgroups.clear()
+        self._spare_cgroup = None
         if self._tools is not None:
             self._tools.close()
         if self._proxy is not None:
@@ -418,9 +426,11 @@ class SandboxSession:
             "--block-fd", str(block_r),
             "--", *self._layers.prefix(policy, plan.args), *argv,
         ]
-        cgroup = self._layers.cgroup()
-        if cgroup is not None:
-            self._cgroups.append(cgroup)
+        cgroup, self._spare_cgroup = self._spare_cgroup, None
+        if cgroup is None:
+            cgroup = self._layers.cgroup()
+            if cgroup is not None:
+                self._cgroups.append(cgroup)
         relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
         if self._caches is not None:
             args = self._caches.wrap(args)

@@ -410,6 +410,35 @@ def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(san
     assert not [p for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-")]
 
 
+def test_each_command_runs_in_a_cgroup_of_its_own_the_first_made_at_start_and_none_outlive_the_session(sandbox, repo):
+    """start() makes the first command's cgroup before the priming move (a mkdir would wait for that move on
+    the command's start path): that command runs in it, the next in a new one, and a session closed before
+    running anything leaves its unused cgroup behind neither."""
+    from gtd.sandbox.limits import cgroup_support
+
+    support = cgroup_support()
+    if "pids" not in support:
+        pytest.skip("no writable pids cgroup here")
+    parent = support["pids"][1]
+
+    def ours() -> list[str]:
+        return sorted(p.name for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-"))
+
+    idle = sandbox(Level.READONLY, config=_limited(processes=100))
+    made = ours()
+    assert len(made) == 1  # the spare, made by start()
+    idle.close()
+    assert ours() == []
+    s = sandbox(Level.READONLY, config=_limited(processes=100))
+    spare = ours()
+    marker = ":pids:" if support["pids"][0] == "v1" else "0::"
+    names = [next(line.rsplit("/", 1)[1] for line in sh(s, "cat /proc/self/cgroup", repo).stdout.decode().splitlines()
+                  if marker in line) for _ in range(2)]
+    assert names[0] == spare[0] and names[1] != names[0] and names[1].startswith(f"gtd-{os.getpid()}-")
+    s.close()
+    assert ours() == []
+
+
 def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
     """prime_moves (session start) moves gtd into the cgroup it already is in: nothing changes."""
     from gtd.sandbox.limits import prime_moves
