@@ -6,6 +6,7 @@ so an agent can never approve its own escalations or rewrite its history.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 APP = "gtd"
@@ -13,10 +14,34 @@ PROJECT_CONFIG_NAME = ".gtdrc.json"
 USER_CONFIG_NAMES = ("config.toml", "config.json")
 
 
-def user_config_dir() -> Path:
-    import platformdirs  # here: every command imports this module, few need the directories
+# platformdirs' user directories on Linux: (the XDG variable, the default under HOME).
+_XDG = {"config": ("XDG_CONFIG_HOME", "~/.config"), "state": ("XDG_STATE_HOME", "~/.local/state"),
+        "cache": ("XDG_CACHE_HOME", "~/.cache"), "data": ("XDG_DATA_HOME", "~/.local/share")}
 
-    return Path(platformdirs.user_config_dir(APP))
+
+def user_dir(kind: str) -> Path:
+    """platformdirs.user_<kind>_dir("gtd") (kind: config, state, cache or data). On Linux the two ordinary
+    cases are computed here, as every platformdirs 4 computes them: an absolute $XDG_<KIND>_HOME, else (it
+    unset or empty) the default under an absolute $HOME. platformdirs and what it imports (tempfile,
+    shutil, random: ~4 ms, issue 13) are loaded for anything else (a relative or blank XDG variable, no
+    usable HOME, Android, macOS, Windows), which it decides as it always did."""
+    import sys
+
+    variable, default = _XDG[kind]
+    xdg, home = os.environ.get(variable, ""), os.environ.get("HOME", "")
+    if sys.platform == "linux" and not hasattr(sys, "getandroidapilevel") and \
+            "ANDROID_DATA" not in os.environ and "ANDROID_ROOT" not in os.environ:
+        if xdg.startswith("/"):
+            return Path(os.path.join(xdg, APP))
+        if xdg == "" and home.startswith("/"):
+            return Path(os.path.join(os.path.expanduser(default), APP))
+    import platformdirs
+
+    return Path(getattr(platformdirs, f"user_{kind}_dir")(APP))
+
+
+def user_config_dir() -> Path:
+    return user_dir("config")
 
 
 def user_config_file() -> Path:
@@ -29,17 +54,15 @@ def user_config_file() -> Path:
 
 
 def user_state_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir(APP))
+    return user_dir("state")
 
 
 def project_key(repo_root: Path) -> str:
     """A stable, filesystem-safe id for a repository (its resolved path, hashed)."""
-    import hashlib
+    from gtd.digest import sha256
 
     resolved = str(Path(repo_root).resolve())
-    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    digest = sha256(resolved.encode()).hexdigest()[:16]
     return f"{Path(resolved).name}-{digest}"
 
 

@@ -3,10 +3,18 @@
 Building gtd's pydantic models costs more than the whole start-up budget of `gtd config show` or
 `gtd sandbox run`. A load that validated is stored under a key hashed from everything its result
 depends on: the exact bytes of every config file (and of the trust store the project filter reads),
-their paths, the flags, and the bytes of gtd's own config code and pydantic's version. Any change to
-any of them is a different key, so an edited file is always validated again and an invalid config
-can never come back from the cache. Entries live in gtd's state directory, which the sandbox
-cannot write; a damaged entry is a miss.
+their paths, the flags, and gtd's own config code and pydantic's version. Any change to any of them
+is a different key, so an edited file is always validated again and an invalid config can never come
+back from the cache. Entries live in gtd's state directory, which the sandbox cannot write; a damaged
+entry is a miss.
+
+gtd's own code is keyed by each file's identity (device, inode, size, mtime and ctime), not its bytes:
+reading and hashing ~15 files cost ~1 ms of every start (issue 13). That is enough for what the code
+part of the key is for (an upgrade or an edit of gtd must not reuse a load validated by other code):
+any write to a file moves its ctime, which no process can set back (only a change of the system clock
+could), and a reinstall or checkout writes new files. It is not a defence and needs none: these are
+gtd's installed files, never workspace files, and whoever can rewrite them runs their code in gtd
+anyway. The config files themselves, which the sandbox may be able to write, are keyed by their bytes.
 
 A relocatable key names the project directory's files by their names instead of their paths, so the
 same bytes in another project (every fresh clone without a `.gtdrc.json`, a template's config) are
@@ -17,13 +25,13 @@ project is (config/loader.py).
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from gtd.digest import sha256
 from gtd.errors import GtdError
 
 MAX_ENTRIES = 64
@@ -35,17 +43,30 @@ _CODE = ("escalation/trust.py", "sandbox/limits.py", "workspace_files.py")
 
 @functools.cache
 def _code_fingerprint() -> bytes:
-    """sha256 of gtd's config code and pydantic's version, read once per process (a load can compute two
-    keys, the relocatable and the exact one)."""
-    digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent.parent
-    for path in sorted((package / "config").glob("*.py")):
-        _add_file(digest, path)
-    for name in _CODE:
-        _add_file(digest, package / name)
+    """The identity of gtd's config code and of pydantic's version module, taken once per process (a load
+    can compute two keys, the relocatable and the exact one)."""
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    config = os.path.join(package, "config")
+    names = [os.path.join(config, name) for name in sorted(os.listdir(config))
+             if name.endswith(".py") and not name.startswith(".")]
+    names += [os.path.join(package, name) for name in _CODE]
     spec = importlib.util.find_spec("pydantic")
     if spec is not None and spec.origin:
-        _add_file(digest, Path(spec.origin).parent / "version.py")
+        names.append(os.path.join(os.path.dirname(spec.origin), "version.py"))
+    return files_identity(names)
+
+
+def files_identity(names: Iterable[str]) -> bytes:
+    """sha256 over each file's name, device, inode, size, mtime and ctime (see the module's docstring:
+    for gtd's own installed code only, never for a file the sandbox can write)."""
+    digest = sha256()
+    for name in names:
+        try:
+            st = os.stat(name)
+            identity = f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+        except OSError:
+            identity = "<absent>"
+        digest.update(f"{name}\0{identity}\0".encode())
     return digest.digest()
 
 
@@ -55,7 +76,7 @@ def _content(data: bytes) -> bytes:
     return b"=%d:" % len(data) + data
 
 
-def _add_file(digest: "hashlib._Hash", path: Path, workspace: Path | None = None, relocatable: bool = False,
+def _add_file(digest, path: Path, workspace: Path | None = None, relocatable: bool = False,
               read: Callable[[str], bytes | None] | None = None) -> None:
     in_workspace = workspace is not None and path.parent == workspace
     digest.update((path.name if in_workspace and relocatable else str(path)).encode() + b"\0")
@@ -80,7 +101,7 @@ def cache_key(files: Iterable[Path], extra: Any, workspace: Path | None = None, 
     Files directly in `workspace` (the project config) are read by `read(name)` (the load's own reading,
     so the key names exactly the bytes that were validated) or else through gtd.workspace_files; with
     `relocatable`, they are named by their names alone (`extra` must not name the workspace either)."""
-    digest = hashlib.sha256()
+    digest = sha256()
     digest.update(b"relocatable\0" if relocatable else b"exact\0")
     digest.update(_code_fingerprint())
     for path in files:

@@ -7,7 +7,6 @@ result, and replaces the file atomically. An invalid result writes nothing.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from filelock import FileLock
 from gtd import workspace_files
 from gtd.config.files import detect_json_indent, dump_document, parse_document, read_config_text, to_plain
 from gtd.config.validation import strip_legacy_keys, validate_layer
+from gtd.digest import sha256
 from gtd.errors import ConfigError
 from gtd.paths import locks_dir
 
@@ -29,7 +29,7 @@ def config_lock(path: Path) -> FileLock:
     """One lock per config file, kept in gtd's state (never next to the file in the repo)."""
     directory = locks_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    digest = sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return FileLock(str(directory / f"{digest}.lock"), timeout=LOCK_TIMEOUT_SECONDS)
 
 

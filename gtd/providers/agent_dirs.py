@@ -14,15 +14,13 @@ import os
 import tempfile
 from pathlib import Path
 
-import platformdirs
-
-from gtd.paths import APP
+from gtd.paths import user_dir
 
 
 def agent_dir(cli: str) -> Path:
     """Where CLI `cli` keeps its state when run by gtd (outside gtd's protected config/state)."""
     override = os.environ.get("GTD_AGENT_DIR")  # tests and CI keep it inside their temp HOME anyway
-    base = Path(override) if override else Path(platformdirs.user_data_dir(APP)) / "agents"
+    base = Path(override) if override else user_dir("data") / "agents"
     return base / cli
 
 

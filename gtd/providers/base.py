@@ -8,13 +8,13 @@ guard) is done once for all providers by `gtd.providers.runner`.
 from __future__ import annotations
 
 import re
-import shutil
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 from gtd.config.levels import Phase
 from gtd.providers.events import AgentEvent
 from gtd.record import field, record
+from gtd.which import which
 
 
 @record
@@ -83,7 +83,7 @@ class Provider(ABC):
     forbidden_tools: frozenset[str] = frozenset()
 
     def executable_path(self) -> str | None:
-        return shutil.which(self.executable)
+        return which(self.executable)
 
     def is_installed(self) -> bool:
         return self.executable_path() is not None

@@ -53,10 +53,10 @@ def phase_models(config) -> dict[str, str | None]:
 def get_provider(name: str, config: GtdConfig) -> Provider:
     """The provider to run. A named real CLI that is not installed is an error, not a silent switch."""
     if name == "auto":
-        import shutil
+        from gtd.which import which
 
         for candidate in AUTO_ORDER:
-            if shutil.which(EXECUTABLES[candidate]) is None:
+            if which(EXECUTABLES[candidate]) is None:
                 continue  # what provider.is_installed() would say, without importing the provider
             try:
                 provider = _make(candidate, config)

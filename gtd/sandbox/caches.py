@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Mapping
 from gtd.record import record
 from gtd.sandbox.containment import inside
+from gtd.which import which
 
 # Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
 _UNSAFE = set(",:\\ \t\n\"'#=")
@@ -228,7 +228,7 @@ def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[P
             continue
         if _UNSAFE & set(str(cache.path)):
             continue
-        if os.path.isdir(cache.path) or any(shutil.which(x) for x in _TOOL_EXECUTABLES.get(cache.tool, ())):
+        if os.path.isdir(cache.path) or any(which(x) for x in _TOOL_EXECUTABLES.get(cache.tool, ())):
             chosen.append(cache)
             seen.add(cache.path)
     return tuple(chosen)
@@ -243,11 +243,9 @@ def layer_dir(workspace: Path) -> Path:
 
 def fallback_dir(workspace: Path) -> Path:
     """The project's own caches when overlays are impossible (outside gtd's protected state)."""
-    import platformdirs
-
     from gtd import paths
 
-    return Path(platformdirs.user_cache_dir(paths.APP)) / "projects" / paths.project_key(workspace)
+    return paths.user_dir("cache") / "projects" / paths.project_key(workspace)
 
 
 class CacheLayer:
@@ -360,7 +358,7 @@ class CacheLayer:
         return self.layers
 
     def _start_overlay(self) -> None:
-        if shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        if which("unshare") is None or which("nsenter") is None:
             raise OSError("util-linux unshare/nsenter not found")
         base = self._layer_base()
         lines, mounted = [], []
@@ -445,6 +443,8 @@ def _remove_tree(path: Path) -> None:
             func(failed)
         except OSError:
             pass
+    import shutil  # here: only a removal needs it
+
     shutil.rmtree(path, onerror=fix)
 
 

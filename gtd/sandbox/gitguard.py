@@ -33,7 +33,6 @@ dir (nothing is deleted) and reported as violations.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Iterator
@@ -204,6 +203,8 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
         except ValueError:
             rel = Path(*p.parts[1:])
         dest = into / stamp / rel.parent / (rel.name + ".quarantined")  # no longer named `.git`
+        import shutil  # here: only a planted .git needs it
+
         try:
             _let_owner_move(p)
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ PATH only brings back git's own read-only errors.
 
 from __future__ import annotations
 
-import shutil
+from gtd.which import which
 
 # Inside the sandbox's private /tmp, so nothing is ever created on the host for it.
 SHIM_DIR = "/tmp/.gtd-bin"
@@ -88,7 +88,7 @@ exec "$real" "$@"
 
 def real_git() -> str:
     """The host's git, found on the sandbox's PATH before the wrapper is put in front of it."""
-    return shutil.which("git") or "/usr/bin/git"
+    return which("git") or "/usr/bin/git"
 
 
 def with_shim(env: dict[str, str]) -> dict[str, str]:

@@ -8,18 +8,18 @@ reader never sees half a file; nobody else can open it while it is written). A f
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
+
+from gtd.digest import sha256
 
 COMPILE_SECONDS = 60
 
 
 def versioned_name(prefix: str, source: Path, suffix: str = "") -> str:
     """One name per version of the source and per architecture."""
-    digest = hashlib.sha256(source.read_bytes() + os.uname().machine.encode()).hexdigest()[:16]
+    digest = sha256(source.read_bytes() + os.uname().machine.encode()).hexdigest()[:16]
     return f"{prefix}-{digest}{suffix}"
 
 
@@ -38,6 +38,8 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
     target, failed = directory / name, directory / f"{name}.failed"
     if target.is_file():
         return target
+    import shutil  # here: only a build needs it
+
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None or failed.exists():
         return None

@@ -10,7 +10,6 @@ sandbox. Every refused destination is reported, with the reason, to `on_denied`.
 from __future__ import annotations
 
 import base64
-import hmac
 import ipaddress
 import socket
 import sys
@@ -18,6 +17,7 @@ import struct
 import threading
 from typing import Callable
 
+from gtd.digest import compare_digest
 from gtd.record import record
 from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
@@ -235,7 +235,7 @@ class FilteringProxy:
         return Verdict(False, reason, denied=True)
 
     def _token_ok(self, password: str) -> bool:
-        return hmac.compare_digest(password.encode(), self.token.encode())
+        return compare_digest(password.encode(), self.token.encode())
 
     # -- protocols ---------------------------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:

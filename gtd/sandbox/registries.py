@@ -449,6 +449,16 @@ def sanitized_config_files(home: Path, environ: Mapping[str, str] | None = None,
     return out
 
 
+def _private_copy(prefix: str, text: str) -> str:
+    """`text` in a new file of the host's temporary directory (mode 0600: never visible inside); its path."""
+    import tempfile  # here: most sessions find nothing to copy
+
+    fd, path = tempfile.mkstemp(prefix=prefix)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
 class ToolSettings:
     """One session's share of the person's registry settings: the tools' variables (secrets left out)
     and the sanitized npmrc, bound read-only at NPMRC_IN_SANDBOX (the real ~/.npmrc stays hidden)."""
@@ -461,14 +471,10 @@ class ToolSettings:
         self._covers: list[tuple[str, str]] = []  # (temp file with the sanitized copy, the real file it covers)
 
     def start(self, *, bind: bool) -> "ToolSettings":
-        import tempfile
-
         self._env = tool_environment(credential_hosts=self.credential_hosts)
         npmrc = sanitized_npmrc(self.home, credential_hosts=self.credential_hosts) if bind else None
         if npmrc is not None:
-            fd, self._file = tempfile.mkstemp(prefix="gtd-npmrc-")  # mode 0600, host /tmp: never visible inside
-            with os.fdopen(fd, "w") as f:
-                f.write(npmrc)
+            self._file = _private_copy("gtd-npmrc-", npmrc)
             self._env["NPM_CONFIG_USERCONFIG"] = NPMRC_IN_SANDBOX
         if bind:
             maven = sanitized_maven_settings(self.home, self.credential_hosts)
@@ -476,10 +482,7 @@ class ToolSettings:
             if maven is not None:
                 covers.append((self.home.joinpath(*MAVEN_SETTINGS), maven))
             for path, clean in covers:
-                fd, temp = tempfile.mkstemp(prefix="gtd-config-")
-                with os.fdopen(fd, "w") as f:
-                    f.write(clean)
-                self._covers.append((temp, os.path.realpath(path)))
+                self._covers.append((_private_copy("gtd-config-", clean), os.path.realpath(path)))
         return self
 
     def environment(self) -> dict[str, str]:

@@ -160,15 +160,14 @@ def cached_filter() -> bytes:
     Loading libseccomp through ctypes costs more than the rest of a sandbox start, while the program
     (about 1 KB) is fixed by this module's rules, the bindings' code and the CPU architecture: those
     key the cache, so a change to any of them compiles afresh. A damaged entry is compiled again."""
-    import hashlib
     import importlib.util
     import sys
-    import tempfile
     from pathlib import Path
 
+    from gtd.digest import sha256
     from gtd.paths import user_state_dir
 
-    key = hashlib.sha256(Path(__file__).read_bytes())
+    key = sha256(Path(__file__).read_bytes())
     spec = importlib.util.find_spec("pyseccomp")
     if spec is not None and spec.origin:
         key.update(Path(spec.origin).read_bytes())
@@ -181,6 +180,8 @@ def cached_filter() -> bytes:
     except OSError:
         pass
     program = compile_filter()
+    import tempfile  # here: a cached filter (every start but the first) writes nothing
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

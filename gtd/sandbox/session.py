@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from gtd.errors import SandboxUnavailable
 from gtd.record import record
 from gtd.sandbox.containment import inside, strictly_inside
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
+from gtd.which import which
 
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")
@@ -305,7 +305,7 @@ class SandboxSession:
     def _check_linux(self) -> None:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable(f"no sandbox backend for {sys.platform}. {DOCTOR_HINT}")
-        if shutil.which("bwrap") is None:
+        if which("bwrap") is None:
             raise SandboxUnavailable(
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
                 "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
@@ -520,7 +520,7 @@ class SandboxSession:
     def _start_proxy_on_host(self) -> None:
         import socket
 
-        if shutil.which("sandbox-exec") is None:
+        if which("sandbox-exec") is None:
             raise SandboxUnavailable(f"sandbox-exec not found. {DOCTOR_HINT}")
         self._proxy = self._make_proxy()
         listener = socket.socket()

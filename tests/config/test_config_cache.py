@@ -222,3 +222,33 @@ def test_a_cached_load_names_its_files_as_the_load_did(repo, monkeypatch):
     assert again.files == first.files
     assert Path("cfg/gtd/.gtdrc.yml") in again.files and repo / ".gtdrc.json" in again.files
     assert again.values["testCommand"] == "make check" and again.values["testRetries"] == 2
+
+
+def test_gtd_code_is_keyed_by_file_identity_and_any_rewrite_changes_it(tmp_path):
+    """gtd's own config code is keyed by stat, not bytes (config/cache.py): a rewrite with the very same
+    bytes and its old mtime put back still moves the ctime, and a reinstall (a new file renamed over the
+    old) is a new inode: either is a new key, so no load validated by other code is reused."""
+    import time
+
+    from gtd.config.cache import _code_fingerprint, files_identity
+
+    code = tmp_path / "schema.py"
+    code.write_text("X = 1\n")
+    names = [str(code), str(tmp_path / "absent.py")]
+    first = files_identity(names)
+    assert files_identity(names) == first
+    st = code.stat()
+    deadline = time.monotonic() + 3
+    while code.stat().st_ctime_ns == st.st_ctime_ns and time.monotonic() < deadline:  # coarse clocks
+        time.sleep(0.005)
+        code.write_text("X = 1\n")
+        os.utime(code, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert code.stat().st_mtime_ns == st.st_mtime_ns and code.read_text() == "X = 1\n"
+    second = files_identity(names)
+    assert second != first
+    replacement = tmp_path / "new.py"
+    replacement.write_text("X = 1\n")
+    os.utime(replacement, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replacement, code)
+    assert files_identity(names) not in (first, second)
+    assert _code_fingerprint() == _code_fingerprint()
