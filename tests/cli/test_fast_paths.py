@@ -168,8 +168,9 @@ def _record_workflow(monkeypatch) -> list:
     monkeypatch.setattr(workflow_run, "workflow", workflow)
     monkeypatch.setattr(workflow_cmds, "workflow", workflow)
     monkeypatch.setattr(plan, "plan", lambda ctx, goal=None: calls.append(("plan", goal)))
-    monkeypatch.setattr(build, "build", lambda ctx: calls.append(("build",)))
-    monkeypatch.setattr(build, "build_step", lambda ctx: calls.append(("build_step",)))
+    # build and build_step say whether they built anything (run_phase reports "nothing to build" otherwise)
+    monkeypatch.setattr(build, "build", lambda ctx: calls.append(("build",)) or True)
+    monkeypatch.setattr(build, "build_step", lambda ctx: calls.append(("build_step",)) or True)
     monkeypatch.setattr(learn, "learn", lambda ctx: calls.append(("learn",)))
     return calls
 
