@@ -248,7 +248,9 @@ class Escalator:
         with clock.person_waiting() if clock is not None else contextlib.nullcontext(), \
                 screen.paused() if screen is not None else contextlib.nullcontext():
             decision = prompt.ask(self.console, request, self.repo_root, prompt_input=self.prompt_input,
-                                  offer_network=self._network_allows(request))
+                                  offer_network=self._network_allows(request),
+                                  # no phase: a command the person runs with `gtd sandbox run`, not an agent
+                                  title="The sandbox blocked " + ("the agent" if request.phase else "the command"))
         fields: dict = {}
         if decision == Decision.NETWORK and request.phase is not None:
             self.raised_levels[request.phase] = Level.NETWORK

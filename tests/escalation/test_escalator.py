@@ -224,3 +224,9 @@ def test_a_live_network_request_says_what_was_running(repo):
     [pending_like] = [e for e in AuditLog(repo).read() if e["event"] == "escalation_request"]
     assert pending_like["reason"] == "test command `npm test` opened a connection to it"
     assert pending_like["phase"] == "build" and pending_like["target"] == "registry.npmjs.org:443"
+
+
+def test_a_command_run_with_gtd_sandbox_run_is_not_called_the_agent(repo):
+    esc, _, out = _escalator(repo, ["d"], phase=None)
+    assert esc.network_decider(NetworkRequest("example.org", 443, Level.READWRITE)) is False
+    assert "The sandbox blocked the command" in out.getvalue() and "the agent" not in out.getvalue()
