@@ -86,8 +86,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
         try:
             code = proc.wait()
         except KeyboardInterrupt:
-            proc.kill()
-            code = proc.wait()
+            code = session.interrupt(proc)
         if tap:
             stderr_text = tap.finish()
             _report_refused_writes(policy, cwd, stderr_text, session)

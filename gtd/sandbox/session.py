@@ -44,6 +44,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 # Loopback inside the sandbox is the sandbox's own: every client connects there directly. Spelled
 # for each client's matcher: exact names (Python, wget), suffixes (`.localhost`), CIDR (curl, Go).
 NO_PROXY = "localhost,.localhost,127.0.0.1,127.0.0.0/8,::1"  # no "[::1]": httpx rejects it
+INTERRUPT_GRACE_SECONDS = 5.0  # a command's clean shutdown after Ctrl-C (`gtd sandbox run`)
 START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started again (it has not run anything)
 DOCTOR_HINT = "Run `gtd doctor` for details."
 
@@ -95,6 +96,7 @@ class SandboxSession:
         self._registry = None
         self._children: list[tuple[subprocess.Popen, object]] = []
         self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
+        self._init_pids: dict[int, int] = {}  # bwrap's pid -> its namespace init's pid (as the host sees it)
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
         self._relays: list = []  # stdio pumps (sandbox/stdio.py), drained before close() returns
         self._caches = None  # the package-cache layer (caches.py), Linux only
@@ -260,6 +262,32 @@ class SandboxSession:
         if sys.platform == "darwin":
             return self._popen_seatbelt(argv, cwd, env, stdin, stdout, stderr)
         return self._popen_bwrap(argv, cwd, env, stdin, stdout, stderr)
+
+    def interrupt(self, proc: subprocess.Popen, grace: float = INTERRUPT_GRACE_SECONDS) -> int:
+        """Ctrl-C for a command the person runs (`gtd sandbox run -- npm run dev`): SIGINT to the command's
+        process group, as the terminal would send it (bwrap's new session keeps the terminal's own from
+        reaching it), so a server can shut down cleanly; killed if still running after `grace` seconds or
+        at a second Ctrl-C. Returns its exit status (130 when SIGINT ended it)."""
+        init = self._init_pids.get(proc.pid)
+        try:
+            with open(f"/proc/{init}/task/{init}/children") as f:
+                commands = [int(pid) for pid in f.read().split()]
+        except (OSError, TypeError, ValueError):
+            commands = [proc.pid]  # unsandboxed (its own session), or already gone
+        own = os.getpgid(0)
+        for pid in commands:
+            try:
+                group = os.getpgid(pid)
+                if group != own:
+                    os.killpg(group, signal.SIGINT)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            return proc.wait(grace)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            _kill_group(proc)
+            proc.kill()
+            return proc.wait()
 
     def run(self, argv: Sequence[str], *, cwd, env: dict | None = None, timeout: float | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
         proc = self.popen(
@@ -480,6 +508,7 @@ class SandboxSession:
                 raise SandboxUnavailable(moved)
             try:
                 self._inits.append(os.pidfd_open(int(info["child-pid"])))
+                self._init_pids[proc.pid] = int(info["child-pid"])
             except OSError:
                 pass  # already gone
             try:

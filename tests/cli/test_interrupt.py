@@ -61,3 +61,29 @@ def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
     assert agent_processes(marker) == []  # the whole process group is gone, background child included
     assert git(repo, "log", "--format=%s") == before  # nothing committed
     assert (repo / "half.txt").exists()  # partial work left for the person to keep or discard
+
+
+def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(repo):
+    """bwrap's new session keeps the terminal's SIGINT from the command: gtd passes it on, so a dev server
+    shuts down cleanly with its own status, instead of being SIGKILLed (exit 137, no clean-up)."""
+    if shutil.which("node") is None:
+        pytest.skip("needs node")
+    server = ("process.on('SIGINT', () => { console.log('cleaned up'); process.exit(3) });"
+              "require('http').createServer().listen(0, () => console.log('listening'))")
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                               "node", "-e", server], cwd=str(repo), encoding="utf-8", timeout=30)
+    child.expect("listening")
+    child.sendintr()
+    child.expect("cleaned up")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 3
+
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                               "sh", "-c", "echo waiting; sleep 300"], cwd=str(repo), encoding="utf-8",
+                              timeout=30)
+    child.expect("waiting")
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130  # ended by the SIGINT itself, as outside gtd
