@@ -14,6 +14,15 @@ class GtdError(Exception):
             self.exit_code = exit_code
 
 
+class NotARepository(GtdError):
+    """gtd works on a git repository (git is its state): the one message every command gives outside one."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, path):
+        super().__init__(f"{path} is not inside a git repository: run `git init` first (gtd keeps its state in git)")
+
+
 class ConfigError(GtdError):
     """Invalid configuration: always names the file, the key and the reason."""
 

@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gtd.errors import GtdError
+from gtd.errors import NotARepository
 from gtd.terminal_text import markup
-from gtd.exitcodes import ExitCode
 
 if TYPE_CHECKING:
     from gtd.cli.options import RunOptions  # typer's option types live there: `gtd sandbox run` skips typer
@@ -139,7 +138,7 @@ def run_context(options: RunOptions):
 
     loaded = load(options)
     if loaded.repo_root is None:
-        raise GtdError(f"{options.cwd()} is not inside a git repository: run `git init` first", exit_code=ExitCode.USAGE)
+        raise NotARepository(options.cwd())
     repo = loaded.repo_root
     audit = AuditLog(repo)
     interactive = is_interactive(options.non_interactive)

@@ -9,7 +9,7 @@ import typer
 
 from gtd.cli import options as opt
 from gtd.cli.context import stderr, stdout
-from gtd.errors import GtdError
+from gtd.errors import GtdError, NotARepository
 from gtd.exitcodes import ExitCode
 from gtd.terminal_text import markup
 
@@ -20,7 +20,7 @@ def _repo(directory: Path | None) -> Path:
     cwd = (directory or Path.cwd()).resolve()
     root = find_repo_root(cwd)
     if root is None:
-        raise GtdError(f"{cwd} is not inside a git repository", exit_code=ExitCode.USAGE)
+        raise NotARepository(cwd)
     return root
 
 

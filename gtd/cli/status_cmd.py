@@ -18,15 +18,14 @@ from gtd.terminal_text import visible, write_styled
 def run(directory: Path | None, json_out: bool) -> None:
     """Print the prediction for the repository around `directory` (default: the current one)."""
     from gtd.cli.context import load_at
-    from gtd.errors import GtdError
-    from gtd.exitcodes import ExitCode
+    from gtd.errors import NotARepository
     from gtd.workflow import testcmd
     from gtd.workflow.steps import predict
 
     cwd = (directory or Path.cwd()).resolve()
     loaded = load_at(cwd, {})  # its warnings are printed through rich: rare, and then worth the import
     if loaded.repo_root is None:
-        raise GtdError(f"{cwd} is not inside a git repository", exit_code=ExitCode.USAGE)
+        raise NotARepository(cwd)
     result = predict(loaded.repo_root)
     tests = testcmd.resolve(loaded.values.get("testCommand"), loaded.repo_root)  # values: no pydantic models
     result["test_command"] = {"command": tests.command, "source": tests.source or None}

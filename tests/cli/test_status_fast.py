@@ -148,7 +148,7 @@ def test_directory_options_and_errors_are_the_typer_commands(repo, tmp_path):
     assert both("--directory", "repo", "status", "--directory=sub", "--json", cwd=tmp_path).stdout == expected
     assert both("status", "--json", "-C", str(inner), cwd=tmp_path).stdout == expected
     outside = both("status", cwd=tmp_path)
-    assert outside.returncode == 2 and "is not inside a git repository" in outside.stderr
+    assert outside.returncode == 2 and "is not inside a git repository: run `git init` first" in outside.stderr
     missing = both("-C", str(tmp_path / "nowhere"), "status", cwd=tmp_path)
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
 

@@ -155,7 +155,7 @@ def test_approve_without_a_terminal_refuses_instead_of_hanging(repo):
 
 def test_commands_outside_a_repository_say_so(tmp_path):
     result = run_gtd("audit", cwd=tmp_path)
-    assert result.returncode == 2 and "not inside a git repository" in result.stderr
+    assert result.returncode == 2 and "not inside a git repository: run `git init` first" in result.stderr
     assert os.listdir(tmp_path) == []
 
 
