@@ -91,7 +91,9 @@ class Provider(ABC):
     def version(self) -> str | None:
         from gtd.providers.version import cli_version
 
-        path = self.executable_path()
+        from gtd.host_programs import host_program
+
+        path = host_program(self.executable)  # run on the host: never one from the repository's PATH dirs
         return cli_version(path) if path else None
 
     # Model per phase from gtd's config (`models.<phase>`; None: the CLI's own default), set by the registry.

@@ -251,9 +251,11 @@ def fallback_dir(workspace: Path) -> Path:
 class CacheLayer:
     """One session's package caches: the overlay holder (or the fallback dirs) and how bwrap uses them."""
 
-    def __init__(self, caches: tuple[ToolCache, ...], workspace: Path, *, layers: Path | None = None):
+    def __init__(self, caches: tuple[ToolCache, ...], workspace: Path, *, layers: Path | None = None,
+                 untrusted: tuple[Path, ...] = ()):
         self.caches = caches
         self.workspace = workspace
+        self.untrusted = (workspace, *untrusted)  # PATH there is never searched for unshare/nsenter/mount
         self.layers = layers or layer_dir(workspace)
         self._mounted: list[ToolCache] = []
         self.mode: str = "none"  # "overlay" | "per-project" | "none"
@@ -328,13 +330,15 @@ class CacheLayer:
     def wrap(self, argv: list[str]) -> list[str]:
         """bwrap's argv, started inside the holder's mount namespace (as the same user) in overlay mode."""
         self._ready()
-        if self._holder is None or not argv or argv[0] != "bwrap":
+        if self._holder is None or not argv or os.path.basename(argv[0]) != "bwrap":
             return argv
-        prefix = ["nsenter", "-t", str(self._holder.pid), "--mount"]
+        from gtd.host_programs import host_program
+
+        prefix = [host_program("nsenter", self.untrusted) or "/usr/bin/nsenter", "-t", str(self._holder.pid), "--mount"]
         if os.geteuid() != 0:
             # The holder's user namespace maps only our uid (as 0); bwrap maps it back to who we are.
             prefix += ["--user", "--preserve-credentials"]
-            return [*prefix, "--", "bwrap", "--uid", str(os.getuid()), "--gid", str(os.getgid()), *argv[1:]]
+            return [*prefix, "--", argv[0], "--uid", str(os.getuid()), "--gid", str(os.getgid()), *argv[1:]]
         return [*prefix, "--", *argv]
 
     # -- overlay ------------------------------------------------------------------------------
@@ -358,7 +362,10 @@ class CacheLayer:
         return self.layers
 
     def _start_overlay(self) -> None:
-        if which("unshare") is None or which("nsenter") is None:
+        from gtd.host_programs import host_environment, host_program
+
+        unshare = host_program("unshare", self.untrusted)
+        if unshare is None or host_program("nsenter", self.untrusted) is None:
             raise OSError("util-linux unshare/nsenter not found")
         base = self._layer_base()
         lines, mounted = [], []
@@ -383,12 +390,13 @@ class CacheLayer:
         try:
             with os.fdopen(fd, "w") as f:
                 f.writelines(lines)
-            argv = ["unshare", "--mount", "--propagation", "private"]
+            argv = [unshare, "--mount", "--propagation", "private"]
             if not root:
                 argv[1:1] = ["--user", "--map-root-user"]
             script = 'mount -a -T "$1" || exit 1; echo ready; read _ignored'
             self._starting = subprocess.Popen([*argv, "/bin/sh", "-c", script, "holder", fstab], stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                              env=host_environment(self.untrusted))
         except OSError:
             os.unlink(fstab)
             raise

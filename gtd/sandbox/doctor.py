@@ -22,7 +22,9 @@ def sandbox_checks() -> list[dict]:
         return [_check("sandbox backend", False, f"no sandbox backend for {sys.platform}", "run gtd on Linux or macOS, or set sandbox.enabled=false")]
 
     checks = []
-    bwrap = shutil.which("bwrap")
+    from gtd.host_programs import host_program
+
+    bwrap = host_program("bwrap")
     if not bwrap:
         checks.append(_check("bubblewrap", False, "bwrap not found on PATH", "install bubblewrap: `apt-get install bubblewrap` / `dnf install bubblewrap`"))
     else:

@@ -40,7 +40,11 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
         return target
     import shutil  # here: only a build needs it
 
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    from gtd.host_programs import host_environment, host_program
+
+    named = os.environ.get("CC")
+    compiler = (named if named and os.path.isabs(named) else host_program(named, None) if named else None) or \
+        next(filter(None, (host_program(cc) for cc in ("cc", "gcc", "clang"))), None)
     if compiler is None or failed.exists():
         return None
     import tempfile  # here: only a build needs it, not a session loading a built file
@@ -55,7 +59,7 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
     tmp = os.path.join(private, name)
     try:
         result = subprocess.run([compiler, *flags, "-o", tmp, str(source)], capture_output=True, text=True,
-                                timeout=COMPILE_SECONDS, stdin=subprocess.DEVNULL)
+                                timeout=COMPILE_SECONDS, stdin=subprocess.DEVNULL, env=host_environment())
         if result.returncode != 0 or not fits(tmp, max_bytes):
             failed.write_text(result.stderr or f"{compiler} exited {result.returncode}")
             return None

@@ -132,7 +132,7 @@ class SandboxSession:
                 self._proxy = self._make_proxy()
                 from gtd.sandbox.caches import CacheLayer
 
-                self._caches = CacheLayer(self.policy.caches, self.policy.workspace).start()
+                self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
                 from gtd.sandbox.kernel import KernelLayers
 
                 self._layers = KernelLayers.for_policy(self.policy)
@@ -330,10 +330,25 @@ class SandboxSession:
         return env
 
     # -- Linux backend -----------------------------------------------------------------------
+    def untrusted_dirs(self) -> tuple[Path, ...]:
+        """Where the agent writes: PATH directories there are never searched for a program gtd runs on
+        the host (gtd.host_programs)."""
+        return (self.policy.workspace, *self.policy.writable)
+
+    def _bwrap(self) -> str | None:
+        from gtd.host_programs import host_program
+
+        return host_program("bwrap", self.untrusted_dirs())
+
+    def _sandbox_exec(self) -> str:
+        from gtd.host_programs import host_program
+
+        return host_program("sandbox-exec", self.untrusted_dirs()) or "/usr/bin/sandbox-exec"
+
     def _check_linux(self) -> None:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable(f"no sandbox backend for {sys.platform}. {DOCTOR_HINT}")
-        if which("bwrap") is None:
+        if self._bwrap() is None:
             raise SandboxUnavailable(
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
                 "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
@@ -447,7 +462,7 @@ class SandboxSession:
         seccomp_r = filter_fd(self._program)
         launch_args, launch_fds = self._layers.mounts()
         args = [
-            "bwrap", *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
+            self._bwrap() or "bwrap", *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
             "--chdir", str(Path(cwd).resolve()),
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
@@ -495,7 +510,7 @@ class SandboxSession:
             if info is None:
                 proc.wait()
                 raise SandboxUnavailable(
-                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap()}. {DOCTOR_HINT}"
+                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap(args[0])}. {DOCTOR_HINT}"
                 )
             # Moving a process into a cgroup waits for an RCU grace period (~10 ms; none shortly after start()
             # primed it): done while the mounts are verified and the network is set up, and finished before
@@ -564,7 +579,7 @@ class SandboxSession:
         profile = render_profile(self.policy, proxy_port=self.proxy_port)
         self._tree_writable = True  # the profile is not inspected here: walk the tree as before
         proc = subprocess.Popen(
-            ["sandbox-exec", "-p", profile, *argv], cwd=cwd, env=self.environment(env),
+            [self._sandbox_exec(), "-p", profile, *argv], cwd=cwd, env=self.environment(env),
             stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
         )
         self._children.append((proc, None))
@@ -668,11 +683,11 @@ def _read_info(fd: int) -> dict | None:
             continue
 
 
-def _probe_bwrap() -> str:
+def _probe_bwrap(bwrap: str) -> str:
     """bwrap's own explanation, from a minimal run (user namespace, network namespace)."""
     try:
         r = subprocess.run(
-            ["bwrap", "--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "true"],
+            [bwrap, "--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "true"],
             capture_output=True, text=True, timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

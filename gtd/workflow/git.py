@@ -33,9 +33,33 @@ NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 OUTPUT = {"encoding": "utf-8", "errors": "surrogateescape"}
 
 
+_PROGRAMS: dict[Path, str] = {}  # the host's git per repository, found once per process
+
+
+def _host_git(repo: Path) -> list[str]:
+    """git's argv head: the host's own git, never one from a PATH directory in the repository (an activated
+    project venv: the agent writes it), and the options every run of gtd's takes."""
+    if repo not in _PROGRAMS:
+        from gtd.host_programs import host_program
+
+        found = host_program("git", [repo])
+        if found is None:
+            raise GtdError("git not found on PATH (directories inside the repository are not searched)")
+        _PROGRAMS[repo] = found
+    return [_PROGRAMS[repo], *NO_HOOKS]
+
+
+def _host_env(repo: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a host git run: PATH without the repository's directories (git starts its
+    helpers and pager by name)."""
+    from gtd.host_programs import host_environment
+
+    return host_environment([repo], {**os.environ, **(env or {})})
+
+
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
     result = subprocess.run(
-        ["git", *NO_HOOKS, *args], cwd=repo, capture_output=True, **OUTPUT, env={**os.environ, **(env or {})}
+        [*_host_git(repo), *args], cwd=repo, capture_output=True, **OUTPUT, env=_host_env(repo, env)
     )
     if check and result.returncode != 0:
         raise GtdError(f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
@@ -124,8 +148,8 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
     """Commit one file with exactly this content, whatever the work tree or the index hold: the
     person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
     message = _message(message)
-    blob = subprocess.run(["git", *NO_HOOKS, "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    blob = subprocess.run([*_host_git(repo), "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
+                          capture_output=True, text=True, check=True, env=_host_env(repo)).stdout.strip()
     with temporary_index() as index_env:
         env = {**index_env, **_identity_env(repo)}
         parent = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
@@ -135,9 +159,9 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
         tree = git(repo, "write-tree", env=env).strip()
         if parent and tree == git(repo, "rev-parse", f"{parent}^{{tree}}").strip():
             return None
-        sha = subprocess.run(["git", *NO_HOOKS, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
+        sha = subprocess.run([*_host_git(repo), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
                              cwd=repo, input=message, capture_output=True, text=True, check=True,
-                             env={**os.environ, **env}).stdout.strip()
+                             env=_host_env(repo, env)).stdout.strip()
     git(repo, "update-ref", "-m", f"gtd: {message.splitlines()[0]}", "HEAD", sha, *([parent] if parent else []))
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")  # the index agrees with the commit
     return sha
@@ -153,7 +177,8 @@ def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | Non
 def _nothing_staged(repo: Path) -> bool:
     """The index holds no change against HEAD (on an unborn branch: False, the first commit is made).
     One git run in the usual case, where something is staged."""
-    staged = subprocess.run(["git", *NO_HOOKS, "diff", "--cached", "--quiet"], cwd=repo, capture_output=True)
+    staged = subprocess.run([*_host_git(repo), "diff", "--cached", "--quiet"], cwd=repo, capture_output=True,
+                            env=_host_env(repo))
     if staged.returncode == 1:
         return False
     return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
@@ -197,8 +222,8 @@ def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
     if files:
         git(repo, "--literal-pathspecs", "add", "-A", "--", *files)
     for path, patch in patches.items():
-        result = subprocess.run(["git", *NO_HOOKS, "apply", "--cached", "--recount", "-"], cwd=repo,
-                                input=patch.encode("utf-8", "surrogateescape"), capture_output=True)
+        result = subprocess.run([*_host_git(repo), "apply", "--cached", "--recount", "-"], cwd=repo,
+                                input=patch.encode("utf-8", "surrogateescape"), capture_output=True, env=_host_env(repo))
         if result.returncode != 0:
             why = result.stderr.decode("utf-8", "replace").strip()
             raise GtdError(f"could not separate your fix from your feedback in {path}: {why}")
@@ -259,7 +284,7 @@ def _head_summary(repo: Path) -> str:
 def _history(repo: Path, *args: str) -> str:
     """`git log ARGS` output; empty on an unborn branch (asked only when the log failed: one git run
     in the usual case, `gtd status` runs this on every call)."""
-    result = subprocess.run(["git", *NO_HOOKS, "log", *args], cwd=repo, capture_output=True, **OUTPUT)
+    result = subprocess.run([*_host_git(repo), "log", *args], cwd=repo, capture_output=True, **OUTPUT, env=_host_env(repo))
     if result.returncode == 0:
         return result.stdout
     if not has_commits(repo):
@@ -297,8 +322,8 @@ def diffs_from_head(repo: Path, paths: list[str]) -> dict[str, str]:
         return data.decode("utf-8", errors="surrogateescape")
 
     def patch(*names: str) -> bytes:
-        return subprocess.run(["git", *NO_HOOKS, "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],
-                              cwd=repo, capture_output=True).stdout
+        return subprocess.run([*_host_git(repo), "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],
+                              cwd=repo, capture_output=True, env=_host_env(repo)).stdout
 
     found: dict[str, str] = {}
     plain = [p for p in paths if not quoted(p)]

@@ -307,6 +307,30 @@ def test_agent_config_present_in_a_subdirectory_is_read_only(sandbox, repo):
     assert (repo / "packages/app/main.py").read_text() == "ok\n"
 
 
+def test_programs_gtd_runs_on_the_host_never_come_from_the_workspace(sandbox, repo, tmp_path, monkeypatch):
+    # An activated project venv (or node_modules/.bin, direnv's PATH_add, a relative PATH entry) puts a
+    # directory the agent writes on PATH: a `bwrap` planted there ran, unsandboxed, as the next sandbox
+    # started; likewise gtd's own git, the caches' unshare/nsenter/mount and the C compiler.
+    names = ("bwrap", "git", "unshare", "nsenter", "mount", "cc", "gcc", "sh")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(repo / ".venv/bin"), "bin", os.environ["PATH"]]))
+    monkeypatch.chdir(repo)
+    s = sandbox(Level.READWRITE)
+    plant = "; ".join(f"printf '#!/bin/sh\\ntouch {tmp_path}/PWNED-{n}\\nexec /usr/bin/{n} \"$@\"\\n' > .venv/bin/{n}"
+                      f" && cp .venv/bin/{n} bin/{n}" for n in names)
+    r = sh(s, f"mkdir -p .venv/bin bin && {plant} && chmod +x .venv/bin/* bin/* && echo planted", repo)
+    assert "planted" in r.out, r.err
+    s.close()
+    again = sandbox(Level.READWRITE)
+    assert sh(again, "echo fine", repo).out == "fine\n"
+    again.close()
+    from gtd.workflow import git as gtd_git
+
+    monkeypatch.setattr(gtd_git, "_PROGRAMS", {}, raising=False)
+    gtd_git.commit_all(repo, "after the run")
+    assert gtd_git.changes(repo) == []
+    assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []
+
+
 def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     from sandbox_support import git
 
