@@ -331,6 +331,26 @@ def test_programs_gtd_runs_on_the_host_never_come_from_the_workspace(sandbox, re
     assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []
 
 
+def test_cache_dir_named_by_a_file_in_the_workspace_is_not_honoured(sandbox, repo, home, tmp_path, monkeypatch):
+    # An activated project venv's pip.conf is the agent's to write: its cache-dir made gtd create any
+    # directory on the host (mkdir -p, e.g. where ~/.gitconfig should be a file) and mount it as a
+    # writable layer in the next sandbox. Registry hosts from such a file were already left out.
+    from gtd.sandbox.caches import known_caches
+
+    target = tmp_path / "chosen-by-the-agent" / "deep"
+    (repo / ".venv").mkdir()
+    (repo / ".venv/pip.conf").write_text(f"[global]\ncache-dir = {target}\n")
+    monkeypatch.setenv("VIRTUAL_ENV", str(repo / ".venv"))
+    monkeypatch.delenv("PIP_CACHE_DIR", raising=False)
+    monkeypatch.delenv("PIP_CONFIG_FILE", raising=False)
+    s = sandbox(Level.READWRITE)
+    assert sh(s, "echo ran", repo).out == "ran\n"
+    s.close()
+    assert not (tmp_path / "chosen-by-the-agent").exists()
+    pip = next(c for c in known_caches(home, workspace=repo) if c.tool == "pip")
+    assert pip.path == home / ".cache/pip" and pip.origin == "default", pip
+
+
 def test_existing_worktree_commondir_is_read_only(sandbox, repo):
     from sandbox_support import git
 
