@@ -145,6 +145,7 @@ HOME_PROTECTED_NAMES = (
     ".xinitrc",
     ".xsession",
     ".git",  # a repository at ~ (dotfiles): its hooks and config run on every git command below ~
+    ".bash_completion", ".bash_completion.d", ".local/share/bash-completion", ".config/bash_completion",
     ".bash_aliases", ".bashrc.d", ".profile.d", ".zshrc.d", ".config/zsh", ".oh-my-zsh", ".zprezto", ".zinit",
     ".local/share/zinit", ".zplug", ".antigen", ".bash_it", ".p10k.zsh", ".config/starship.toml",
     ".config/nushell", ".config/powershell", ".xonshrc", ".direnvrc",

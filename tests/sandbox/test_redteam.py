@@ -648,6 +648,8 @@ def test_more_secrets_in_home_are_hidden(sandbox, repo, home, secret):
     ".claude/CLAUDE.md",                             # instructions for every later Claude session
     ".pi/agent/AGENTS.md",
     ".config/direnv/direnvrc",
+    ".local/share/bash-completion/completions/git",  # sourced by bash-completion on the first `git <Tab>`
+    ".config/bash_completion",                       # sourced by every interactive bash (bash-completion)
 ])
 def test_files_the_host_runs_stay_protected_inside_writable_home_dirs(sandbox, repo, home, target):
     from gtd.providers.base import SandboxNeeds
