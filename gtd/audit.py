@@ -13,9 +13,12 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from gtd.paths import project_state_dir
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 AUDIT_FILE = "audit.jsonl"
 

@@ -16,9 +16,16 @@ unfrozen ones are unhashable. `replace(obj, **changes)` is `dataclasses.replace`
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar, dataclass_transform
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar, dataclass_transform
 
-T = TypeVar("T")
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_options):
+        """typing.dataclass_transform's marker is for type checkers only: nothing reads it at run time."""
+        return lambda fn: fn
+
 _MISSING: Any = object()
 
 

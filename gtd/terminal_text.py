@@ -22,7 +22,10 @@ import functools
 import os
 import re
 import sys
-from typing import Any, Iterable
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 # C0 (but \t and \n), DEL, C1, the Unicode bidi/direction controls (Trojan-Source style reordering),
 # and lone surrogates: a name that is not UTF-8, as Python reads it (surrogateescape), which printing

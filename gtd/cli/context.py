@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from gtd.errors import NotARepository
 from gtd.terminal_text import markup
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from gtd.cli.options import RunOptions  # typer's option types live there: `gtd sandbox run` skips typer
     from gtd.config.loader import LoadedConfig
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Callable
 
 _VALUED = {"-C": "-C", "--directory": "-C", "-p": "--provider", "--provider": "--provider", "-m": "--model",
            "--model": "--model", "--level": "--level"}

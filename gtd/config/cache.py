@@ -29,10 +29,13 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
 
 from gtd.digest import sha256
 from gtd.errors import GtdError
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 MAX_ENTRIES = 64
 

@@ -9,7 +9,6 @@ its user files under the user config, its project files (and GTD_TEST_CMD) under
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 from gtd import workspace_files
 from gtd.config.merge import leaf_keys, merge
@@ -17,10 +16,13 @@ from gtd.errors import ConfigError
 from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
 from gtd.record import record
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from gtd.config.schema import GtdConfig
 
-ProjectFilter = Callable[[Path, dict[str, Any]], tuple[dict[str, Any], list[str]]]
+    ProjectFilter = Callable[[Path, dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
 DEFAULTS = "defaults"
 FLAGS = "command line"

@@ -5,7 +5,9 @@ Because deny-lists only ever grow, a deny in any layer wins over an allow in any
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def merge(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from gtd.errors import ConfigError
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # The original's boundary levels -> gtd's levels (its README: restricted = read-only, no network;
 # standard = read/write project files, network ok; elevated = beyond that).

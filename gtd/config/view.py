@@ -9,7 +9,9 @@ the way to validate.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _camel(name: str) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 import json
-from typing import Any
 
 from gtd.record import field, record
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class EventKind(str, Enum):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.providers.base import Provider
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
     from gtd.config.schema import GtdConfig
 

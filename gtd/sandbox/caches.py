@@ -26,10 +26,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Mapping
 from gtd.record import record
 from gtd.sandbox.containment import inside
 from gtd.which import which
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Mapping
 
 # Characters that overlayfs options or an fstab line cannot carry safely: such a cache is left alone.
 _UNSAFE = set(",:\\ \t\n\"'#=")

@@ -22,9 +22,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Mapping
 from gtd.record import record
 from gtd.sandbox.containment import inside
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 @record(frozen=True)

@@ -10,11 +10,14 @@ import functools
 import ipaddress
 import re
 import socket
-from typing import Iterable, Literal
 
 from gtd.record import record
 
-Decision = Literal["allow", "deny", "unknown"]
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Literal
+
+    Decision = Literal["allow", "deny", "unknown"]
 
 
 @record(frozen=True)

@@ -35,9 +35,12 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Iterator
 
 from gtd.record import field, record
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 # Inside a gitdir: honoured by host git if the agent creates them (existing ones are mounted read-only).
 PLANTABLE_IN_GITDIR = ("commondir", "rebase-merge", "rebase-apply", "sequencer")

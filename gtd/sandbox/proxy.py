@@ -15,7 +15,6 @@ import socket
 import sys
 import struct
 import threading
-from typing import Callable
 
 from gtd.digest import compare_digest
 from gtd.record import record
@@ -23,7 +22,12 @@ from gtd.sandbox.addresses import forbidden_reason, private_reason
 from gtd.sandbox.domains import DomainRules, normalise_host, split_host_port, valid_host
 from gtd.sandbox.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
 
-Resolver = Callable[[str, int], list[str]]
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Callable
+
+    Resolver = Callable[[str, int], list[str]]
+
 MAX_HEADER = 64 * 1024
 # Only a client that sent a loopback address through the proxy gets here (NO_PROXY lists every spelling
 # but "[::1]", which httpx rejects: Python's urllib proxies http://[::1]:PORT/).

@@ -17,12 +17,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from gtd.record import record
 from gtd.sandbox.containment import inside
 from gtd.workspace_files import read_metadata_text
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 # Variables that configure where the package managers download from (values are URLs or host lists).
 TOOL_VAR_PREFIXES = ("PIP_", "UV_", "NPM_CONFIG_", "npm_config_", "YARN_", "PNPM_", "CARGO_REGISTRIES_",

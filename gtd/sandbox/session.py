@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Literal, Sequence
 
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
@@ -24,6 +23,10 @@ from gtd.record import record
 from gtd.sandbox.containment import inside, strictly_inside
 from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
 from gtd.which import which
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Literal, Sequence
 
 PROXY_PORT = 3128  # inside the sandbox's own network namespace, so it never clashes
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "USER", "LOGNAME", "TZ")

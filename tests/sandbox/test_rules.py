@@ -211,3 +211,27 @@ def test_a_serving_proxy_gets_the_gil_back_within_half_a_millisecond():
         out = subprocess.run([sys.executable, "-c", script, str(start)], capture_output=True, text=True, check=True)
         before, after = map(float, out.stdout.split())
         assert before == pytest.approx(start) and after == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("~", "/h/me"), ("~/", "/h/me"), ("~/.cache//pip/", "/h/me/.cache/pip"), ("~/a/../b", "/h/me/b"),
+    ("~user/x", "/w/s/~user/x"), ("", "/w/s"), (".", "/w/s"), ("build/", "/w/s/build"), ("../up", "/w/up"),
+    ("/abs//x/./y", "/abs/x/y"), ("//two", "//two"), ("/", "/"),
+])
+def test_config_paths_resolve_under_home_or_the_workspace(raw, expected):
+    """How a configured path (writablePaths, denyRead, an agent's needs) becomes an absolute one."""
+    from pathlib import Path
+
+    from gtd.sandbox.policy import _resolve
+
+    assert _resolve(raw, workspace=Path("/w/s"), home=Path("/h/me")) == Path(expected)
+
+
+def test_protected_paths_are_normalised_once_each_in_order(tmp_path):
+    from pathlib import Path
+
+    from gtd.sandbox.policy import _unique_normalised
+
+    paths = [Path("/a/b"), "/a//b/", Path("/a/c/../d"), "/a/d", Path("/x")]
+    assert _unique_normalised(paths) == (Path("/a/b"), Path("/a/d"), Path("/x"))
+    assert all(isinstance(p, Path) for p in _unique_normalised(paths))
