@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from gtd.which import which
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 
 def _default_untrusted() -> list[Path]:
