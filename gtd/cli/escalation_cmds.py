@@ -147,7 +147,8 @@ def trust(
       gtd trust --show   # what loosens the sandbox, and whether it is trusted
       gtd trust
     """
-    from gtd.config.files import read_config_file
+    from gtd.config.files import config_from_text, decode_config_bytes
+    from gtd.digest import sha256
     from gtd.escalation.trust import TrustStore, loosening_entries
     from gtd.paths import PROJECT_CONFIG_NAME
 
@@ -155,10 +156,16 @@ def trust(
 
     root = _repo(directory)
     path = root / PROJECT_CONFIG_NAME
-    if not workspace_files.exists(root, PROJECT_CONFIG_NAME):
+    try:
+        # Read once: what is shown is what is pinned. A sandboxed agent may rewrite a .gtdrc.json it
+        # created during its run (only one present at its start is read-only), between two readings.
+        data = workspace_files.read_bytes(root, PROJECT_CONFIG_NAME)
+    except workspace_files.UnsafeWorkspacePath as exc:
+        raise GtdError(str(exc), exit_code=ExitCode.USAGE) from None
+    if data is None:
         raise GtdError(f"{path} does not exist", exit_code=ExitCode.USAGE)
     store = TrustStore()
-    loosening = loosening_entries(read_config_file(path, workspace=root))
+    loosening = loosening_entries(config_from_text(path, decode_config_bytes(path, data) or ""))
     if show:
         trusted = store.is_trusted(path)
         state = "trusted" if trusted else ("changed since you trusted it" if store.pinned(path) else "NOT trusted")
@@ -177,7 +184,7 @@ def trust(
         return
     for entry in loosening:
         stderr.print(f"  trusting: {markup(entry)}")
-    digest = store.trust(path)
+    digest = store.trust(path, sha256(data).hexdigest())
     stderr.print(f"trusted {markup(str(path))} (sha256 {digest[:12]}…); any change needs `gtd trust` again")
 
 

@@ -75,3 +75,28 @@ def test_tightening_applies_without_trust_and_is_not_escalated(repo, registry):
     assert f"refused network {registry}" in refused.stderr
     assert PendingStore(repo).list() == []
     assert "nothing in it loosens the sandbox" in run_gtd("trust", "--show", cwd=repo).stdout
+
+
+def test_gtd_trust_pins_exactly_what_it_showed(repo, monkeypatch):
+    # A .gtdrc.json the agent created during its run is not read-only (only one present at its start is):
+    # rewritten between `gtd trust` showing its entries and pinning its digest, the pin covered content
+    # nobody was shown (here: a second allowed domain).
+    from gtd.cli.escalation_cmds import trust
+    from gtd.escalation import trust as trust_module
+
+    shown = {"sandbox": {"levels": {"readwrite": {"allowDomains": ["mirror.example.com"]}}}}
+    swapped = {"sandbox": {"levels": {"readwrite": {"allowDomains": ["mirror.example.com", "evil.example"]}}}}
+    (repo / ".gtdrc.json").write_text(json.dumps(shown))
+    real = trust_module.loosening_entries
+
+    def then_swap(values):
+        entries = real(values)
+        (repo / ".gtdrc.json").write_text(json.dumps(swapped))
+        return entries
+
+    monkeypatch.setattr(trust_module, "loosening_entries", then_swap)
+    trust(show=False, revoke=False, directory=repo)
+    monkeypatch.setattr(trust_module, "loosening_entries", real)
+    assert not trust_module.TrustStore().is_trusted(repo / ".gtdrc.json")
+    (repo / ".gtdrc.json").write_text(json.dumps(shown))
+    assert trust_module.TrustStore().is_trusted(repo / ".gtdrc.json")
