@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
+
+from gtd.background import Background
 
 KEEP_BYTES = 256 * 1024  # the tail that is scanned for refused writes
 
@@ -40,8 +41,7 @@ class StderrTap:
         else:
             self._read, self.writer = os.pipe()
         self._kept = bytearray()
-        self._thread = threading.Thread(target=self._pump, daemon=True, name="gtd-stderr-tap")
-        self._thread.start()
+        self._thread = Background(self._pump)  # not waiting for it to be scheduled: gtd goes on starting the sandbox
 
     def started(self) -> None:
         """The command holds its copy of the write end now: close ours, so EOF comes when it exits."""

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from gtd.background import Background
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
 from gtd.record import record
@@ -126,6 +127,19 @@ class SandboxSession:
                 self._start_proxy_on_host()
             else:
                 self._check_linux()
+                from gtd.sandbox.kernel import KernelLayers
+
+                # First, so the priming cgroup move's grace period (~10-15 ms) runs while the rest is set up.
+                self._layers = KernelLayers.for_policy(self.policy)
+                if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
+                    from gtd.sandbox.limits import prime_moves
+
+                    # The first command's cgroup is made before the priming move starts: a mkdir in a cgroup
+                    # hierarchy waits for a move in flight and would stall the first command's start here.
+                    self._spare_cgroup = self._layers.cgroup()
+                    if self._spare_cgroup is not None:
+                        self._cgroups.append(self._spare_cgroup)
+                    Background(prime_moves)
                 from gtd.sandbox.seccomp import cached_filter
 
                 try:
@@ -136,19 +150,6 @@ class SandboxSession:
                 from gtd.sandbox.caches import CacheLayer
 
                 self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
-                from gtd.sandbox.kernel import KernelLayers
-
-                self._layers = KernelLayers.for_policy(self.policy)
-                if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
-                    from gtd.sandbox.limits import prime_moves
-
-                    # The first command's cgroup is made before the priming move starts: a mkdir in a cgroup
-                    # hierarchy waits for a move in flight (its grace period, ~10-15 ms) and would stall
-                    # the first command's start on this thread.
-                    self._spare_cgroup = self._layers.cgroup()
-                    if self._spare_cgroup is not None:
-                        self._cgroups.append(self._spare_cgroup)
-                    _Background(prime_moves)
             from gtd.sandbox.registries import ToolSettings
 
             self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(bind=sys.platform != "darwin")
@@ -518,7 +519,7 @@ class SandboxSession:
             # Moving a process into a cgroup waits for an RCU grace period (~10 ms; none shortly after start()
             # primed it): done while the mounts are verified and the network is set up, and finished before
             # the command may run.
-            attaching = _Background(cgroup.attach, proc.pid, int(info["child-pid"])) if cgroup is not None else None
+            attaching = Background(cgroup.attach, proc.pid, int(info["child-pid"])) if cgroup is not None else None
             moved = plan.verify(int(info["child-pid"]), skip=self._caches.writable() if self._caches else ())
             if moved is not None:
                 _kill_group(proc)
@@ -589,33 +590,6 @@ class SandboxSession:
         return proc
 
 
-class _Background:
-    """fn(*args) on a new daemon thread, started without waiting for it to be scheduled (Thread.start
-    waits for that: a context switch, several ms on a busy machine, on every sandbox's start-up path);
-    join() returns once fn is done. `on_error` is called (on that thread) if fn raised."""
-
-    def __init__(self, fn, *args, on_error: Callable[[BaseException], None] | None = None):
-        import _thread
-
-        self._done = _thread.allocate_lock()
-        self._done.acquire()
-        self._fn, self._args, self._on_error = fn, args, on_error
-        _thread.start_new_thread(self._run, ())
-
-    def _run(self) -> None:
-        try:
-            self._fn(*self._args)
-        except BaseException as exc:  # noqa: BLE001 - fn's errors are its own business, or on_error's
-            if self._on_error is not None:
-                self._on_error(exc)
-        finally:
-            self._done.release()
-
-    def join(self, timeout: float = -1) -> None:
-        if self._done.acquire(timeout=timeout):
-            self._done.release()
-
-
 class _GatewayStarting:
     """A NamespaceGateway whose threads are being started in the background (they need not be running
     before the command starts: its connections wait in the listeners' backlog); close() waits for the
@@ -623,7 +597,7 @@ class _GatewayStarting:
 
     def __init__(self, gateway, proc: subprocess.Popen):
         self._gateway = gateway
-        self._starting = _Background(gateway.start, on_error=lambda exc: _kill_group(proc))
+        self._starting = Background(gateway.start, on_error=lambda exc: _kill_group(proc))
 
     def close(self) -> None:
         self._starting.join()
