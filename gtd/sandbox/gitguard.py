@@ -113,7 +113,9 @@ def work_tree_dirs(top: Path | str, links: dict[str, int] | None = None, named: 
                         pass
         except PermissionError:
             if here != top:
-                yield here, UNREADABLE
+                parent = os.path.dirname(here)
+                # listed but not enterable (`chmod 0444`): the parent is what hides it
+                yield (parent, UNREADABLE) if parent != os.fspath(top) and not os.access(parent, os.X_OK) else (here, UNREADABLE)
             continue
         except OSError:
             continue

@@ -214,7 +214,8 @@ def test_bare_repository_present_before_the_run_is_read_only(sandbox, repo):
     assert not s.violations, s.violations
 
 
-def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path):
+@pytest.mark.parametrize("mode", ["0111", "0444", "0000"])
+def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path, mode):
     # A directory the agent makes unlistable (0111) kept the repository below it out of the walk for
     # planted metadata: left in place, where `cd sub/deep` (a shell prompt's git) or a later `chmod -R u+r`
     # hands its config to host git. gtd runs as the repository's owner without root's DAC override then.
@@ -225,7 +226,7 @@ def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path):
     marker = tmp_path / "PWNED"
     prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
     plant = (f"mkdir -p sub/deep && git init -q sub/deep && {_evil_config(marker, 'sub/deep/.git/config')}"
-             " && chmod 0111 sub && echo planted")
+             f" && chmod {mode} sub && echo planted")
     r = subprocess.run([*prefix, sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
                         "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
     assert "planted" in r.stdout, r.stderr
