@@ -76,17 +76,16 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
             escalator.audit.record("violation", **v.to_dict())
 
     tap = None if policy.unrestricted else StderrTap()
-    with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session:
+    with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session, \
+            session.passing_ctrl_c() as ctrl_c:
         try:
             proc = session.popen(command, cwd=cwd, stdout=tap.writer if tap and tap.merged else None,
                                  stderr=tap.writer if tap else None)
         finally:
             if tap:
                 tap.started()
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            code = session.interrupt(proc)
+        ctrl_c.to(proc)
+        code = proc.wait()
         if tap:
             stderr_text = tap.finish()
             _report_refused_writes(policy, cwd, stderr_text, session)

@@ -48,7 +48,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 # Loopback inside the sandbox is the sandbox's own: every client connects there directly. Spelled
 # for each client's matcher: exact names (Python, wget), suffixes (`.localhost`), CIDR (curl, Go).
 NO_PROXY = "localhost,.localhost,127.0.0.1,127.0.0.0/8,::1"  # no "[::1]": httpx rejects it
-INTERRUPT_GRACE_SECONDS = 5.0  # a command's clean shutdown after Ctrl-C (`gtd sandbox run`)
+KILL_PRESSES_SECONDS = 2.0  # three Ctrl-C this close together kill a command (`gtd sandbox run`)
 START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started again (it has not run anything)
 DOCTOR_HINT = "Run `gtd doctor` for details."
 
@@ -267,11 +267,13 @@ class SandboxSession:
             return self._popen_seatbelt(argv, cwd, env, stdin, stdout, stderr)
         return self._popen_bwrap(argv, cwd, env, stdin, stdout, stderr)
 
-    def interrupt(self, proc: subprocess.Popen, grace: float = INTERRUPT_GRACE_SECONDS) -> int:
-        """Ctrl-C for a command the person runs (`gtd sandbox run -- npm run dev`): SIGINT to the command's
-        process group, as the terminal would send it (bwrap's new session keeps the terminal's own from
-        reaching it), so a server can shut down cleanly; killed if still running after `grace` seconds or
-        at a second Ctrl-C. Returns its exit status (130 when SIGINT ended it)."""
+    def passing_ctrl_c(self) -> "CtrlCPassedOn":
+        """For a command the person runs (`gtd sandbox run -- npm run dev`): while the block runs, each
+        Ctrl-C goes on to the command (`.to(proc)`) as SIGINT; see CtrlCPassedOn."""
+        return CtrlCPassedOn(self)
+
+    def _signal_command(self, proc: subprocess.Popen, signum: int) -> None:
+        """Signal the process group of each command bwrap's namespace init started (as the host sees them)."""
         init = self._init_pids.get(proc.pid)
         try:
             with open(f"/proc/{init}/task/{init}/children") as f:
@@ -283,15 +285,9 @@ class SandboxSession:
             try:
                 group = os.getpgid(pid)
                 if group != own:
-                    os.killpg(group, signal.SIGINT)
+                    os.killpg(group, signum)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            return proc.wait(grace)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            _kill_group(proc)
-            proc.kill()
-            return proc.wait()
 
     def run(self, argv: Sequence[str], *, cwd, env: dict | None = None, timeout: float | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
         proc = self.popen(
@@ -670,6 +666,46 @@ def _probe_bwrap(bwrap: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return (r.stderr.strip() or f"minimal bwrap run exited {r.returncode}") if r.returncode else "bwrap works in a minimal run; check the paths in the policy"
+
+
+class CtrlCPassedOn:
+    """Each Ctrl-C reaches the command as SIGINT to its process group, as the terminal would send it
+    (bwrap's new session keeps the terminal's own from reaching it): a server shuts down cleanly, an
+    interactive shell keeps running. The third within KILL_PRESSES_SECONDS kills it. Counted by a handler
+    installed before the command starts, not by KeyboardInterrupt: one pressed during start-up, or while
+    Popen.wait pauses after a first one, would be lost. Main thread only."""
+
+    def __init__(self, session: "SandboxSession"):
+        self._session = session
+        self._proc: subprocess.Popen | None = None
+        self._presses: list[float] = []
+        self._previous = None
+
+    def __enter__(self) -> "CtrlCPassedOn":
+        self._previous = signal.signal(signal.SIGINT, self._on_ctrl_c)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def to(self, proc: subprocess.Popen) -> None:
+        """The command started: presses made while it was starting reach it now."""
+        self._proc = proc
+        if self._presses:
+            self._pass_on()
+
+    def _on_ctrl_c(self, signum, frame) -> None:
+        now = time.monotonic()
+        self._presses = [t for t in self._presses if now - t < KILL_PRESSES_SECONDS] + [now]
+        if self._proc is not None:
+            self._pass_on()
+
+    def _pass_on(self) -> None:
+        if len(self._presses) >= 3:
+            _kill_group(self._proc)
+            self._proc.kill()
+        else:
+            self._session._signal_command(self._proc, signal.SIGINT)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

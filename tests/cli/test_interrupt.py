@@ -87,3 +87,30 @@ def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(re
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130  # ended by the SIGINT itself, as outside gtd
+
+
+def test_ctrl_c_in_a_shell_under_gtd_sandbox_run_keeps_the_shell_and_three_quick_ones_kill(repo):
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                               "bash", "--norc", "--noprofile", "-i"], cwd=str(repo),
+                              encoding="utf-8", timeout=30)
+    child.sendline("PS1=READY-; echo sandbox-$GTD_SANDBOX")
+    child.expect("sandbox-readwrite")
+    child.sendintr()
+    time.sleep(2.5)  # longer than any grace period: an interactive shell survives Ctrl-C, as in a terminal
+    child.sendline("echo still-here")
+    child.expect("still-here")
+    child.sendline("exit 5")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 5
+
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                               "sh", "-c", "trap '' INT; echo deaf; sleep 300"], cwd=str(repo),
+                              encoding="utf-8", timeout=30)
+    child.expect("deaf")
+    for _ in range(3):
+        child.sendintr()
+        time.sleep(0.2)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 137  # SIGKILL: a command that ignores SIGINT still stops

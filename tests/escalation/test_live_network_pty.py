@@ -28,7 +28,7 @@ def _curl(target):
 
 def _run_and_answer(spawn_gtd, repo, target, answer):
     child = spawn_gtd(*_curl(target), cwd=repo)
-    child.expect("The sandbox blocked the agent")
+    child.expect("The sandbox blocked the command")
     child.expect(f"connect to {target} \\(level readwrite\\)")
     child.expect(f"sandbox.levels.readwrite.allowDomains \\+= '{target}'")
     child.expect("Decision \\[o/p/u/d\\]")
