@@ -206,7 +206,24 @@ def _run_fast(command: Callable[[], None]) -> int:
     return int(ExitCode.OK)
 
 
+def _clean_up_on_termination() -> None:
+    """SIGTERM and SIGHUP (`kill`, the terminal closed, a cancelled CI job) end gtd the way Ctrl-C does,
+    through its clean-up: an open sandbox session stops what runs in it and quarantines what the agent
+    planted. Python's default, dying at once, left a planted repository behind for the next session to
+    take as the person's own, whose config then ran under gtd's own git. (A SIGHUP ignored by `nohup`
+    stays ignored.)"""
+    import signal
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, stop)
+
+
 def main() -> None:
+    _clean_up_on_termination()
     argv = sys.argv[1:]
     if argv[:1] == ["sandbox"]:
         from gtd.cli.sandbox_run import fast_main

@@ -686,6 +686,24 @@ def test_gtds_own_git_never_runs_an_fsmonitor_command(repo, tmp_path):
     assert not marker.exists()
 
 
+def test_gtd_stopped_by_sigterm_or_sighup_still_quarantines_what_the_agent_planted(repo):
+    # Python dies at once on SIGTERM/SIGHUP (`kill`, the terminal closed): the session never closed, the
+    # planted repository stayed, and the next session took it for the person's own.
+    import signal
+    import subprocess
+    import sys
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        proc = subprocess.Popen([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--", "sh", "-c",
+                                 "git init -q sub && echo planted && sleep 60"], cwd=repo, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stdout.readline() == "planted\n"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + sig, err
+        assert not os.path.lexists(repo / "sub/.git") and "quarantine" in err, err
+
+
 def test_dot_git_cannot_be_replaced_by_a_gitdir_file(sandbox, repo):
     # (`rm -rf .git` does empty the objects and refs at readwrite: destructive, but not an escape.)
     s = sandbox(Level.READWRITE)
