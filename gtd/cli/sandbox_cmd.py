@@ -2,6 +2,7 @@
 
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -28,6 +29,7 @@ def explain(
     level: LevelOpt = None,
     json_out: opt.JsonOut = False,
     directory: opt.Directory = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list protected and hidden paths that do not exist now.")] = False,
 ) -> None:
     """Print the sandbox policy for a phase or level: writable, protected and hidden paths, reachable hosts.
 
@@ -58,10 +60,14 @@ def explain(
         ("envPassthrough", "environment passed through"),
     ):
         items = data[key]
+        absent = [i for i in items if not os.path.lexists(i)] if key in ("protected", "denyRead") and not show_all else []
         write(f"{title}:{'' if items else ' (none)'}\n")
         origins = {"modelHosts": data.get("modelHostOrigins"), "envPassthrough": data.get("envOrigins")}.get(key) or {}
         for item in items:
-            write(f"  {item}" + (f" (from {origins[item]})" if item in origins else "") + "\n")
+            if item not in absent:
+                write(f"  {item}" + (f" (from {origins[item]})" if item in origins else "") + "\n")
+        if absent:  # ~100 hook, editor and shell config names: the ones not there now would bury the rest
+            write(f"  + {len(absent)} more that do not exist now (the same rule if one is created; --all lists them)\n")
     _explain_credential_files(data, write)
     _explain_registries(policy, write)
     _explain_caches(policy, write)

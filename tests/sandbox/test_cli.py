@@ -25,6 +25,19 @@ def test_explain_json_for_a_phase(repo):
     assert str(repo / ".git") in data["protected"]  # the whole git dir
 
 
+def test_explain_lists_the_protected_paths_that_exist_and_counts_the_rest(repo):
+    """~300 protected names (hook managers, editors, shells) would bury the policy: those absent now are
+    counted, and listed with --all."""
+    (repo / ".husky").mkdir()
+    short = gtd_sandbox("explain", "--phase", "build", cwd=repo)
+    assert f"  {repo / '.git'}\n" in short.stdout and f"  {repo / '.husky'}\n" in short.stdout
+    assert f"  {repo / '.lefthook.yml'}\n" not in short.stdout
+    assert "more that do not exist now (the same rule if one is created; --all lists them)" in short.stdout
+    full = gtd_sandbox("explain", "--phase", "build", "--all", cwd=repo)
+    assert f"  {repo / '.lefthook.yml'}\n" in full.stdout and "do not exist now" not in full.stdout
+    assert len(short.stdout.splitlines()) * 3 < len(full.stdout.splitlines())
+
+
 def test_explain_full_says_unsandboxed(repo):
     r = gtd_sandbox("explain", "--level", "full", cwd=repo)
     assert "NOT SANDBOXED" in r.stdout
