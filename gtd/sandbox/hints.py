@@ -40,8 +40,9 @@ def _refused_paths(output: str) -> list[str]:
 # "Connection refused" as curl, wget, Node, Python (requests, urllib3), psql and redis-cli word it.
 _REFUSED = re.compile(r"ECONNREFUSED|Connection refused|Couldn't connect to server|actively refused", re.IGNORECASE)
 # A loopback address with its port: `127.0.0.1:5432`, `localhost port 8080` (curl), `host='127.0.0.1',
-# port=8080` (urllib3), `"127.0.0.1", port 5432` (psql), `[::1]:8080`.
-_LOOPBACK_PORT = re.compile(r"""(?:\blocalhost|\b127(?:\.\d{1,3}){3}|\[::1\])['"]?(?::|,? port[ =]?)(\d{1,5})\b""",
+# port=8080` (urllib3), `"127.0.0.1", port 5432` (psql), `(127.0.0.1), port 5432` (psycopg), `[::1]:8080`,
+# `::1:3000` (Node, which tries localhost's IPv6 address first).
+_LOOPBACK_PORT = re.compile(r"""(?:\blocalhost|\b127(?:\.\d{1,3}){3}|\[::1\]|(?<![\w:])::1)['")]{0,2}(?::|,? port[ =]?)(\d{1,5})\b""",
                             re.IGNORECASE)
 
 

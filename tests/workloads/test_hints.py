@@ -122,3 +122,26 @@ def test_pythons_urllib_sending_ipv6_loopback_through_the_proxy_is_told_where_it
     assert r.returncode != 0 and "direct-ok" in r.stdout, r.stdout + r.stderr  # the server is there
     assert "refused network [::1]:8765" in r.stderr
     assert "a server started there is reached directly at 127.0.0.1 or localhost" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("error", [
+    "Error: connect ECONNREFUSED 127.0.0.1:{port}",
+    "Error: connect ECONNREFUSED ::1:{port}",  # Node tries localhost's IPv6 address first
+    "curl: (7) Failed to connect to localhost port {port} after 0 ms: Couldn't connect to server",
+    'psycopg2.OperationalError: connection to server at "localhost" (127.0.0.1), port {port} failed: Connection refused',
+    "Could not connect to Redis at 127.0.0.1:{port}: Connection refused",
+    "HTTPConnectionPool(host='localhost', port={port}): Max retries exceeded (Connection refused)",
+])
+def test_each_clients_wording_of_a_refused_host_loopback_port_gets_the_hint(repo, error):
+    """A test suite needing the database or cache the person runs on this machine: every client's
+    "Connection refused" for a port the host serves names hostLoopbackPorts."""
+    from gtd.config.schema import GtdConfig
+    from gtd.sandbox.policy import build_policy
+
+    with socket.socket() as server:  # the host's service
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE)
+        hints = misleading_error_hints(error.format(port=port), policy)
+    assert len(hints) == 1 and f"add {port} to sandbox.levels.readwrite.hostLoopbackPorts" in hints[0], hints
