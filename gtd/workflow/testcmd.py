@@ -84,6 +84,19 @@ def _uses_pytest(root: Path) -> str | None:
     return None
 
 
+# Where uv, poetry (in-project) and `python -m venv` put a project's own environment.
+PROJECT_VENVS = (".venv", "venv")
+
+
+def _pytest(root: Path, source: str) -> TestCommand:
+    """pytest with the project's own virtualenv when it has one: `python3` is whichever Python is first
+    on PATH (gtd's own, under pipx), which lacks the project's dependencies unless the venv is activated."""
+    for venv in PROJECT_VENVS:
+        if _there(root, f"{venv}/pyvenv.cfg"):  # bin/python itself is a symlink, never followed
+            return TestCommand(f"{venv}/bin/python -m pytest -q", f"{source}, with the project's {venv}")
+    return TestCommand("python3 -m pytest -q", source)
+
+
 def _make_test(root: Path) -> bool:
     for name in ("Makefile", "makefile", "GNUmakefile"):
         if re.search(r"^test\s*:", _text(root, name) or "", re.MULTILINE):
@@ -104,7 +117,7 @@ def detect(root: Path) -> TestCommand:
         return TestCommand("tox", "tox.ini")
     pytest_source = _uses_pytest(root)
     if pytest_source:
-        return TestCommand("python3 -m pytest -q", pytest_source)
+        return _pytest(root, pytest_source)
     if _there(root, "Cargo.toml"):
         return TestCommand("cargo test", "Cargo.toml")
     if _there(root, "go.mod"):
@@ -118,7 +131,7 @@ def propose(root: Path) -> TestCommand:
     if found.command:
         return found
     if _there(root, "pyproject.toml") or _there(root, "setup.py"):
-        return TestCommand("python3 -m pytest -q", "a Python project (pyproject.toml/setup.py): a guess")
+        return _pytest(root, "a Python project (pyproject.toml/setup.py): a guess")
     if _there(root, "package.json"):
         return TestCommand("npm test", "package.json (no test script yet): a guess")
     return found

@@ -30,6 +30,18 @@ def test_a_lockfile_bigger_than_gtd_reads_still_picks_the_runner(tmp_path):
     assert detect(tmp_path).command == "npm test"
 
 
+def test_pytest_runs_with_the_projects_own_venv(tmp_path):
+    """An unactivated .venv (uv, poetry in-project): python3 would be whichever Python is first on PATH."""
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    found = detect(tmp_path)
+    assert found.command == ".venv/bin/python -m pytest -q"
+    assert found.source == "pyproject.toml [tool.pytest], with the project's .venv"
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert propose(tmp_path).command == ".venv/bin/python -m pytest -q"
+
+
 def test_python_rust_go_make(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
     assert detect(tmp_path).command == "python3 -m pytest -q"
