@@ -153,6 +153,8 @@ def run(
     requests as JSON on stderr, or, with --pending-json FILE, writes them to FILE and exits with the
     command's own status. The command's stdout is never touched. Every refusal (a connection, a
     write the sandbox refused) is shown on stderr as it happens and recorded in `gtd audit`.
+    The command starts from a minimal environment: name the variables it needs (NODE_ENV,
+    DATABASE_URL) in sandbox.passEnv. Ctrl-C reaches it as SIGINT.
 
     Examples:
 

@@ -90,6 +90,11 @@ class SandboxConfig(ConfigModel):
         description="Registry hosts (exact names, e.g. `npm.example.com`) whose credentials reach the sandbox: the "
                     "user:password in their URLs, their auth lines in ~/.npmrc, their ~/.m2/settings.xml server passwords, "
                     "CARGO_REGISTRIES_<NAME>_TOKEN / UV_INDEX_<NAME>_PASSWORD. Every other credential is left out.")
+    pass_env: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)]] = Field(
+        default_factory=list,
+        description="Names of your environment variables that reach every sandboxed command (tests, the agent, "
+                    "`gtd sandbox run`), e.g. `NODE_ENV`, `DATABASE_URL`, `JAVA_HOME`. The sandbox otherwise starts "
+                    "from a minimal environment so no secret leaks in. gtd's own variables (HOME, proxies) stay gtd's.")
     intercept_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         default_factory=lambda: list(DEFAULT_INTERCEPT_PORTS),
         description="Ports on which a direct connection (from a client that ignores proxy variables) is caught and "

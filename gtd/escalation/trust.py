@@ -26,6 +26,8 @@ from gtd.paths import user_state_dir
 
 TRUST_FILE = "trust.json"
 LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
+# `sandbox.<key>` lists every entry of which loosens: credentials or the person's variables let into the sandbox.
+LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv")
 
 
 def file_digest(path: Path) -> str:
@@ -126,8 +128,8 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
     for key, value in (sandbox.get("limits") or {}).items():
         if _raises_limit(key, value):
             found.append(entry(f"sandbox.limits.{key}", value))
-    for host in sandbox.get("registryCredentials") or []:  # lets credentials into the sandbox
-        found.append(entry("sandbox.registryCredentials", host))
+    for key in LOOSENING_SANDBOX_LISTS:
+        found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
     return found
 
 
@@ -171,9 +173,9 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
     for key, value in list(limits.items()):
         if _raises_limit(key, value) and entry(f"sandbox.limits.{key}", value) not in keep:
             del limits[key]
-    if "registryCredentials" in sandbox:
-        sandbox["registryCredentials"] = [h for h in sandbox["registryCredentials"] or []
-                                          if entry("sandbox.registryCredentials", h) in keep]
+    for key in LOOSENING_SANDBOX_LISTS:
+        if key in sandbox:
+            sandbox[key] = [item for item in sandbox[key] or [] if entry(f"sandbox.{key}", item) in keep]
     return kept
 
 

@@ -312,7 +312,8 @@ def build_policy(
         model_hosts=_unique(needs.model_hosts),
         model_host_origins=tuple((rule, origin) for rule, origin in needs.model_host_origins.items()
                                  if rule in needs.model_hosts),
-        env_passthrough=_unique([*needs.env_passthrough, *(k for k in LOCATION_VARS if k in os.environ)]),
+        env_passthrough=_unique([*needs.env_passthrough, *(k for k in LOCATION_VARS if k in os.environ),
+                                 *(k for k in config.sandbox.pass_env if k in os.environ)]),
         enabled=config.sandbox.enabled,
         phase=phase,
         home=home,
@@ -329,7 +330,9 @@ def build_policy(
         intercept_ports=tuple(sorted(set(config.sandbox.intercept_ports) - set(RESERVED_PORTS))),
         credential_files=tuple(credential_files),
         refused_credentials=tuple(refused_credentials),
-        env_origins=tuple(needs.env_origins.items()),
+        env_origins=(*needs.env_origins.items(),
+                     *((k, "sandbox.passEnv") for k in config.sandbox.pass_env if k in os.environ
+                       and k not in needs.env_origins)),
     )
 
 

@@ -321,7 +321,7 @@ class SandboxSession:
         env.update(_tls_trust(os.environ, self.policy.deny_read))
         for key in self.policy.env_passthrough:
             if key in os.environ:
-                env[key] = os.environ[key]
+                env.setdefault(key, os.environ[key])  # never over gtd's own (HOME, TMPDIR, the proxy)
         if self._tools is not None:
             env.update(self._tools.environment())
         if self._caches is not None:

@@ -96,3 +96,30 @@ def test_run_reports_and_audits_a_refused_write(repo):
 def test_run_readonly_blocks_writes(repo):
     r = gtd_sandbox("run", "--level", "readonly", "--", "sh", "-c", "echo x > f", cwd=repo)
     assert r.returncode != 0 and not (repo / "f").exists()
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_variables_named_in_pass_env_reach_the_command_and_no_others(repo, home, monkeypatch):
+    """`NODE_ENV=test gtd sandbox run -- npm test`: the sandbox starts from a minimal environment, so a
+    test's own variables need sandbox.passEnv; a project file's entries count once trusted, gtd's own
+    variables (the proxy, HOME) stay gtd's, and unlisted ones (a token) stay out."""
+    monkeypatch.setenv("NODE_ENV", "test")
+    monkeypatch.setenv("DATABASE_URL", "postgres://localhost/app")
+    monkeypatch.setenv("GITHUB_TOKEN", "SECRET-TOKEN")
+    monkeypatch.setenv("HTTPS_PROXY", "http://elsewhere.test:1")
+    show = ["run", "--", "sh", "-c", 'echo "NODE_ENV=$NODE_ENV DB=$DATABASE_URL TOKEN=$GITHUB_TOKEN PROXY=$HTTPS_PROXY"']
+    before = gtd_sandbox(*show, cwd=repo)
+    assert before.stdout.startswith("NODE_ENV= DB= TOKEN= PROXY=http://gtd:"), before.stdout + before.stderr
+    (home / ".config" / "gtd").mkdir(parents=True)
+    (home / ".config" / "gtd" / "config.toml").write_text('[sandbox]\npassEnv = ["NODE_ENV", "HTTPS_PROXY"]\n')
+    (repo / ".gtdrc.json").write_text('{"sandbox": {"passEnv": ["DATABASE_URL"]}}')
+    untrusted = gtd_sandbox(*show, cwd=repo)
+    assert untrusted.stdout.startswith("NODE_ENV=test DB= TOKEN= PROXY=http://gtd:"), untrusted.stdout
+    assert "sandbox.passEnv: DATABASE_URL" in untrusted.stderr  # named as ignored until trusted
+    assert subprocess.run([sys.executable, "-m", "gtd", "trust"], cwd=repo, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=60).returncode == 0
+    trusted = gtd_sandbox(*show, cwd=repo)
+    assert trusted.stdout.startswith("NODE_ENV=test DB=postgres://localhost/app TOKEN= PROXY=http://gtd:"), trusted.stdout
+    explained = gtd_sandbox("explain", cwd=repo)
+    assert "  NODE_ENV (from sandbox.passEnv)\n" in explained.stdout
