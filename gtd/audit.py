@@ -22,34 +22,51 @@ if TYPE_CHECKING:
 
 AUDIT_FILE = "audit.jsonl"
 
-_REDACTIONS = [
-    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), "sk-ant-***"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "sk-***"),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"), "gh*_***"),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
-    (re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,}"), "xox*-***"),
-    (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~\-+/=]{8,}"), r"\1\2***"),
-    (re.compile(r"(?i)((?:api[_-]?key|access[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*[\"']?)"
-                r"(?!(?:bearer|basic)\s)[^\s\"',;&]{4,}"), r"\1***"),
-    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1***@"),  # credentials in URLs, incl. the proxy token
-]
+# (pattern, replacement, what any match contains once lower-cased). Compiled at the first text that may
+# hold one (~1 ms): an ASCII text holding none of a pattern's words cannot match it, and most audited values
+# (levels, phases, paths, host names) hold none, so a `gtd sandbox run` compiles nothing (issue 13).
+_REDACTIONS = (
+    (r"sk-ant-[A-Za-z0-9_\-]{8,}", "sk-ant-***", ("sk-",)),
+    (r"\bsk-[A-Za-z0-9_\-]{16,}", "sk-***", ("sk-",)),
+    (r"\b(gh[pousr]_[A-Za-z0-9]{20,})", "gh*_***", ("gh",)),
+    (r"\bAKIA[0-9A-Z]{16}\b", "AKIA***", ("akia",)),
+    (r"\bxox[abpr]-[A-Za-z0-9\-]{10,}", "xox*-***", ("xox",)),
+    (r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~\-+/=]{8,}", r"\1\2***", ("bearer", "basic")),
+    (r"(?i)((?:api[_-]?key|access[_-]?key|token|secret|password|passwd|authorization)[\"']?\s*[:=]\s*[\"']?)"
+     r"(?!(?:bearer|basic)\s)[^\s\"',;&]{4,}", r"\1***", ("api", "access", "token", "secret", "passw", "authorization")),
+    (r"(://[^/\s:@]+:)[^@\s/]+@", r"\1***@", ("://",)),  # credentials in URLs, incl. the proxy token
+)
+_SECRET_KEY = (r"(?i)(api[_-]?key|token|secret|password|passwd|authorization|credential)",
+               ("api", "token", "secret", "passw", "authorization", "credential"))
 
 
-_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|passwd|authorization|credential)")
+def _may_match(text: str, words: tuple[str, ...]) -> bool:
+    """False only when no match is possible: an ASCII text without any of the words. (A non-ASCII text is
+    always tried: under IGNORECASE, re also matches 'ſ' for 's' and 'ı' for 'i', which lower() keeps.)"""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in words)
 
 
 def redact(value: Any) -> Any:
     """The value with anything that looks like a credential replaced by ***."""
     if isinstance(value, str):
-        for pattern, replacement in _REDACTIONS:
-            value = pattern.sub(replacement, value)
+        for pattern, replacement, words in _REDACTIONS:
+            if _may_match(value, words):
+                value = re.sub(pattern, replacement, value)  # compiled once, in re's cache
         return value
     if isinstance(value, dict):
-        return {key: "***" if _SECRET_KEY.search(str(key)) and isinstance(item, str) and item else redact(item)
+        return {key: "***" if isinstance(item, str) and item and _secret_key(str(key)) else redact(item)
                 for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(item) for item in value]
     return value
+
+
+def _secret_key(key: str) -> bool:
+    pattern, words = _SECRET_KEY
+    return _may_match(key, words) and re.search(pattern, key) is not None
 
 
 def _utc_now() -> str:

@@ -71,6 +71,33 @@ def _hammer(repo, n, tag):
         log.record("violation", target=f"{tag}-{i}", detail="x" * 5000)
 
 
+def test_redaction_skips_a_pattern_only_where_it_cannot_match():
+    """redact tries a pattern only on text that may hold it (an ASCII text without the pattern's words
+    is left alone, so nothing is compiled for levels and paths): the result is what applying every
+    pattern gives, for texts with and without secrets, in any case, and non-ASCII look-alikes."""
+    import re
+
+    from gtd.audit import _REDACTIONS, _SECRET_KEY, redact
+
+    def everything(text: str) -> str:
+        for pattern, replacement, _ in _REDACTIONS:
+            text = re.sub(pattern, replacement, text)
+        return text
+
+    texts = ["readonly", "/home/me/project", "api.example.com:443", "", "sk-ant-abcdefgh1234",
+             "SK-" + "a" * 20, "sk-" + "a" * 20, "ghp_" + "a" * 24, "GHP_" + "a" * 24, "AKIA" + "A" * 16,
+             "akia" + "a" * 16, "xoxb-1234567890", "Authorization: Bearer abcdefgh12", "BASIC  zzzzzzzz",
+             "API_KEY=abcd", "Api-Key: 'abcd'", "ACCESS_KEY=secret1", "TOKEN=x1y2", "PassWD=hunter2",
+             "https://user:pw@host/", "git+ssh://a:b@c", "paſſword=hunter2", "authorızation=abcdefgh",
+             "токен=abcd token=abcd", "nothing to see"]
+    for text in texts:
+        assert redact(text) == everything(text), text
+    keys = {"level": "readonly", "apiKey": "v", "Authorization": "v", "password": "", "CREDENTIALS": "v",
+            "tok": "v", "paſſword": "v"}
+    assert redact(keys) == {key: "***" if value and re.search(_SECRET_KEY[0], key) else value
+                            for key, value in keys.items()}
+
+
 def test_concurrent_writers_never_tear_a_line(repo):
     procs = [multiprocessing.get_context("fork").Process(target=_hammer, args=(repo, 200, tag)) for tag in "ab"]
     for p in procs:
