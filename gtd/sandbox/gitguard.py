@@ -233,3 +233,70 @@ def _let_owner_move(path: Path) -> None:
     st = os.lstat(path)
     if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
         os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)
+
+
+# -- a session that never closed (gtd killed: SIGKILL, a crash, power loss) ------------------------------
+# Its baseline is written when it starts and removed when it closes; the next session of the project finds
+# a left-over one whose process is gone and quarantines what is new against it, before its own baseline
+# would take the agent's repository for the person's.
+
+_JOURNALED = ("dot_git", "gitdirs", "present", "bare", "unreadable", "named")
+
+
+def _journal_dir(workspace: Path) -> Path:
+    from gtd import paths
+
+    return paths.project_state_dir(workspace) / "baselines"
+
+
+def remember(state: GitState, workspace: Path) -> Path:
+    """Write `state` for a later session to settle should this one never close; returns the file."""
+    import json
+
+    directory = _journal_dir(workspace)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"{os.getpid()}-{id(state):x}.json"
+    data = {"pid": os.getpid(), "names": sorted(state.names), **{k: sorted(getattr(state, k)) for k in _JOURNALED}}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+    return path
+
+
+def settle(state: GitState, workspace: Path, into: Path) -> list[tuple[Path, str]]:
+    """Quarantine what sessions that never closed left behind (each judged against its own baseline),
+    and drop it from `state`, the baseline just taken, which saw it as present."""
+    import json
+
+    done: list[tuple[Path, str]] = []
+    try:
+        journals = sorted(_journal_dir(workspace).glob("*.json"))
+    except OSError:
+        return done
+    for journal in journals:
+        try:
+            data = json.loads(journal.read_text())
+            if _alive(int(data["pid"])):
+                continue  # still running: its own close settles it
+            old = GitState(names=frozenset(data["names"]), **{k: set(data[k]) for k in _JOURNALED})
+        except (OSError, ValueError, KeyError, TypeError):
+            journal.unlink(missing_ok=True)
+            continue
+        found = planted(old, workspace)
+        done += quarantine(list(found), workspace, into, what=found)
+        for path in map(str, found):
+            for name in _JOURNALED:
+                getattr(state, name).discard(path)
+            state.dot_git.discard(path)
+        journal.unlink(missing_ok=True)
+    return done
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -111,6 +111,7 @@ class SandboxSession:
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
+        self._journal: Path | None = None  # this session's baseline on disk (gitguard.remember) until it closes
         self.token = _token()
         self.proxy_port = PROXY_PORT
 
@@ -158,6 +159,7 @@ class SandboxSession:
 
             self._registry = PlaceholderRegistry(self.policy.workspace)
             self._record_settled(self._registry.enter())  # what a killed session left behind
+            self._settle_killed_sessions()
             if sys.platform != "darwin":
                 from gtd.sandbox.hostcreate import make_placeholder_parents
 
@@ -213,6 +215,19 @@ class SandboxSession:
                 os.close(fd)
         self._inits.clear()
 
+    def _settle_killed_sessions(self) -> None:
+        """Quarantine what a session of this project that never closed left (gitguard.settle), then write
+        this session's baseline for the next one should gtd be killed too."""
+        state = self.policy.git_state
+        if state is None or not state.walked:
+            return  # nothing in the work tree was writable: nothing could be planted there
+        from gtd import paths
+        from gtd.sandbox.gitguard import remember, settle
+
+        into = paths.project_state_dir(self.policy.workspace) / "quarantine"
+        self._record_settled(settle(state, self.policy.workspace, into))
+        self._journal = remember(state, self.policy.workspace)
+
     def _quarantine_planted_git(self) -> None:
         state = self.policy.git_state
         if self.unsandboxed or state is None:
@@ -222,11 +237,12 @@ class SandboxSession:
 
         found = planted(state, self.policy.workspace, walk_tree=self._tree_writable,
                         outside_writable=self._writable_outside() if self._tree_writable else ())
-        if not found:
-            return
         into = paths.project_state_dir(self.policy.workspace) / "quarantine"
         for path, what in quarantine(list(found), self.policy.workspace, into, what=found):
             self.record_violation(Violation.now("write", str(path), self.policy.level, what))
+        if self._journal is not None:
+            self._journal.unlink(missing_ok=True)
+            self._journal = None
 
     def _writable_outside(self) -> tuple[str, ...]:
         """Resolved places outside the workspace the agent can write and the host keeps: the policy's

@@ -704,6 +704,31 @@ def test_gtd_stopped_by_sigterm_or_sighup_still_quarantines_what_the_agent_plant
         assert not os.path.lexists(repo / "sub/.git") and "quarantine" in err, err
 
 
+def test_what_a_killed_session_planted_is_quarantined_by_the_next_one(repo, tmp_path):
+    # SIGKILL (or a crash, or power loss) leaves no clean-up: the next session's baseline took the planted
+    # repository for the person's own, gtd's `git add -A` made it a submodule and its next `git add -A`
+    # ran the repository's filter.*.clean on the host. Each session's baseline is now on disk until it closes.
+    import signal
+    import subprocess
+    import sys
+
+    marker = tmp_path / "PWNED"
+    plant = (f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && echo '* filter=x' > sub/.gitattributes"
+             " && mkdir -p pkg/.claude && git init -q --bare stash.git && echo planted && sleep 60")
+    run = [sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--"]
+    proc = subprocess.Popen([*run, "sh", "-c", plant], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "planted\n"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert os.path.isdir(repo / "sub/.git")  # nothing closed the session
+    after = subprocess.run([*run, "true"], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert after.returncode == 0, after.stderr
+    for gone in ("sub/.git", "pkg/.claude", "stash.git"):
+        assert not os.path.lexists(repo / gone) and f"{repo}/{gone} (" in after.stderr, (gone, after.stderr)
+    assert _host_git_runs(repo, marker) == []
+    assert list((repo.parent / "home").glob("**/baselines/*.json")) == []  # both sessions' baselines are gone
+
+
 def test_dot_git_cannot_be_replaced_by_a_gitdir_file(sandbox, repo):
     # (`rm -rf .git` does empty the objects and refs at readwrite: destructive, but not an escape.)
     s = sandbox(Level.READWRITE)
