@@ -138,8 +138,10 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
     found: list[Path] = []
     links: dict[str, int] = {}
     named: set[str] = set()
+    roots = {os.fspath(workspace)}  # repository roots: their protected names are the registry's (placeholders.py)
     for dirpath, kind in work_tree_dirs(workspace, links, named, state.names) if walk_tree else ():
         if kind == DOT_GIT:
+            roots.add(dirpath)
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
                 found.append(Path(p))
@@ -151,7 +153,7 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
     for link, inode in links.items():
         if state.links.get(link) != inode and _resolves_into(link, outside_writable):
             what[Path(link)] = LINK_OUT
-    what.update((Path(p), AGENT_CONFIG) for p in sorted(named - state.named))
+    what.update((Path(p), AGENT_CONFIG) for p in sorted(named - state.named) if os.path.dirname(p) not in roots)
     for gitdir in sorted(state.gitdirs):
         g = Path(gitdir)
         if not g.is_dir() or g.is_symlink():

@@ -294,6 +294,17 @@ def test_agent_config_created_in_a_subdirectory_is_quarantined(sandbox, repo):
     assert sum("agent CLI's config" in v.detail for v in s.violations) == 4, s.violations
 
 
+def test_agent_config_gtd_makes_at_the_root_during_a_session_stays(sandbox, repo):
+    # opencode's provider makes an empty `.opencode` at the repository's root on the host once the session
+    # has started (opencode cannot read past a placeholder): a root's names are the placeholder registry's,
+    # which sees it present when the command starts, not the walk's for agent configs in subdirectories.
+    s = sandbox(Level.READWRITE)
+    (repo / ".opencode").mkdir()
+    assert sh(s, "echo ran", repo).out == "ran\n"
+    s.close()
+    assert (repo / ".opencode").is_dir() and not s.violations, s.violations
+
+
 def test_agent_config_present_in_a_subdirectory_is_read_only(sandbox, repo):
     (repo / "packages/app/.claude").mkdir(parents=True)
     (repo / "packages/app/.claude/settings.json").write_text("{}\n")
