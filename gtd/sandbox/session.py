@@ -698,11 +698,13 @@ class CtrlCPassedOn:
         self._previous = None
 
     def __enter__(self) -> "CtrlCPassedOn":
-        self._previous = signal.signal(signal.SIGINT, self._on_ctrl_c)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started immune (`nohup`, `cmd &`): stays so
+            self._previous = signal.signal(signal.SIGINT, self._on_ctrl_c)
         return self
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
     def to(self, proc: subprocess.Popen) -> None:
         """The command started: presses made while it was starting reach it now."""

@@ -114,3 +114,17 @@ def test_ctrl_c_in_a_shell_under_gtd_sandbox_run_keeps_the_shell_and_three_quick
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 137  # SIGKILL: a command that ignores SIGINT still stops
+
+
+def test_gtd_sandbox_run_started_immune_to_sigint_stays_immune(repo):
+    """A background job of a script (`gtd sandbox run -- make &`) starts with SIGINT ignored: a SIGINT
+    sent to the group is not passed on to the command."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                             "sh", "-c", "echo started; sleep 2; echo finished"], cwd=repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.stdout.readline() == "started\n"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == "finished\n", out + err
