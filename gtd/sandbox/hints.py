@@ -46,6 +46,9 @@ _LOOPBACK_PORT = re.compile(r"""(?:\blocalhost|\b127(?:\.\d{1,3}){3}|\[::1\]|(?<
                             re.IGNORECASE)
 
 
+MAX_PROBED_PORTS = 8
+
+
 def misleading_error_hints(output: str, policy) -> list[str]:
     """One line per cause an error output hides: a refused write dressed up as a network error, a server
     on the host's loopback the client cannot see (none if neither)."""
@@ -71,8 +74,9 @@ def _host_loopback_hints(output: str, policy) -> list[str]:
     """A refused connection to a loopback port that is not forwarded while the host serves it."""
     if not _REFUSED.search(output) or getattr(policy, "unrestricted", False):
         return []
-    ports = [p for p in dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
-             if 0 < p < 65536 and p not in policy.host_loopback_ports and _host_listens(p)]
+    named = [p for p in dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
+             if 0 < p < 65536 and p not in policy.host_loopback_ports]
+    ports = [p for p in named[:MAX_PROBED_PORTS] if _host_listens(p)]  # a long log costs at most a few probes
     return [_host_loopback_hint(port, policy) for port in ports]
 
 
