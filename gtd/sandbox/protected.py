@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from gtd.config.original import PROJECT_FILES as ORIGINAL_PROJECT_FILES, SCRIPT_FILES as ORIGINAL_SCRIPT_FILES
 from gtd.sandbox.containment import strictly_inside
 from gtd.sandbox.gitguard import BARE, UNREADABLE, GitState, work_tree_dirs
 from gtd.workspace_files import read_metadata_text
@@ -80,6 +81,8 @@ REPO_PROTECTED_NAMES = (
     ".zed",
     ".devcontainer",
     ".gtdrc.json",
+    # the original gtd's project files, read under .gtdrc.json (a script one makes gtd refuse to run)
+    *ORIGINAL_PROJECT_FILES, *ORIGINAL_SCRIPT_FILES,
     *HOOK_MANAGER_NAMES,
     *AGENT_CONFIG_NAMES,
     # mise runs [hooks]/[env] of a trusted config on `cd`

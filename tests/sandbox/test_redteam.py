@@ -305,6 +305,20 @@ def test_agent_config_gtd_makes_at_the_root_during_a_session_stays(sandbox, repo
     assert (repo / ".opencode").is_dir() and not s.violations, s.violations
 
 
+def test_the_original_gtds_project_files_are_protected_like_gtdrc_json(sandbox, repo):
+    # gtd reads them as project config under .gtdrc.json: an agent-made gtd.config.ts made every later gtd
+    # in the repository refuse to start, a .gtdrc.yaml changed testCommand, provider or script unseen.
+    (repo / ".gtdrc.yaml").write_text("testCmd: make test\n")
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "echo 'testCmd: x' > .gtdrc.yaml; echo '{}' > gtd.config.json; echo 'export default {}' > gtd.config.ts;"
+              " echo ok > notes.txt", repo)
+    assert "Read-only file system" in r.err, r.err
+    s.close()
+    assert (repo / ".gtdrc.yaml").read_text() == "testCmd: make test\n"
+    assert not (repo / "gtd.config.json").exists() and not (repo / "gtd.config.ts").exists()
+    assert (repo / "notes.txt").exists()
+
+
 def test_agent_config_present_in_a_subdirectory_is_read_only(sandbox, repo):
     (repo / "packages/app/.claude").mkdir(parents=True)
     (repo / "packages/app/.claude/settings.json").write_text("{}\n")
