@@ -76,7 +76,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
             escalator.audit.record("violation", **v.to_dict())
 
     tap = None if policy.unrestricted else StderrTap()
-    with open_sandbox(policy, network_decider=decider, on_violation=on_violation) as session, \
+    with open_sandbox(policy, network_decider=decider, on_violation=on_violation, in_step=False) as session, \
             session.passing_ctrl_c() as ctrl_c:
         try:
             proc = session.popen(command, cwd=cwd, stdout=tap.writer if tap and tap.merged else None,

@@ -4,8 +4,9 @@ Below level `full` every git dir in the workspace is mounted read-only (history,
 metadata host git reads). Reading commands (status, diff, log, show, blame, grep) work unchanged.
 `git restore <file>` and `git checkout -- <file>` run against a throwaway copy of the index in the
 sandbox's private /tmp, so an agent can still undo its own edits. Commands that would write history
-(add, commit, stash, branch, checkout -b, switch, reset, ...) stop at once with one line saying gtd
-commits the work tree after the step. Repositories with a writable git dir (a test suite's temporary
+(add, commit, stash, branch, checkout -b, switch, reset, ...) stop at once with one line saying what to
+do instead: in a workflow step, that gtd commits the work tree after it; under `gtd sandbox run`, to run
+git on the host once the command is done. Repositories with a writable git dir (a test suite's temporary
 repos under /tmp) are passed straight through.
 
 This is convenience, not the security boundary: the read-only mount is. Removing the wrapper from
@@ -61,7 +62,7 @@ for a in "$@"; do
   esac
 done
 refuse() {
-  echo "gtd: 'git $sub' is not available in gtd's sandbox (the repository is read-only here): gtd commits the work tree after this step, so just leave your changes in the files." >&2
+  echo "gtd: 'git $sub' is not available in gtd's sandbox (the repository is read-only here): ${GTD_GIT_INSTEAD:-gtd commits the work tree after this step.}" >&2
   exit 1
 }
 with_scratch_index() {
@@ -84,6 +85,11 @@ esac
 exec "$real" "$@"
 """
 
+# What the refusal advises: a workflow step's changes are committed by gtd after it; a command under
+# `gtd sandbox run` belongs to the person, who runs git on the host.
+STEP_ADVICE = "gtd commits the work tree after this step, so just leave your changes in the files."
+COMMAND_ADVICE = ("run it on the host once the command is done (or the command at --level full, where the "
+                  "repository is writable).")
 
 
 def real_git() -> str:
@@ -91,9 +97,11 @@ def real_git() -> str:
     return which("git") or "/usr/bin/git"
 
 
-def with_shim(env: dict[str, str]) -> dict[str, str]:
-    """The sandbox environment with the wrapper first on PATH."""
+def with_shim(env: dict[str, str], *, in_step: bool) -> dict[str, str]:
+    """The sandbox environment with the wrapper first on PATH. `in_step`: the command runs for a workflow
+    step (gtd commits after it), not as the person's own `gtd sandbox run`."""
     env = dict(env)
     env.setdefault("GTD_REAL_GIT", real_git())
+    env["GTD_GIT_INSTEAD"] = STEP_ADVICE if in_step else COMMAND_ADVICE
     env["PATH"] = SHIM_DIR + (":" + env["PATH"] if env.get("PATH") else "")
     return env

@@ -86,8 +86,10 @@ class SandboxSession:
         network_decider: Callable[[NetworkRequest], bool] | None = None,
         on_violation: Callable[[Violation], None] | None = None,
         resolver: Callable[[str, int], list[str]] | None = None,
+        in_step: bool = True,
     ):
         self.policy = policy
+        self._in_step = in_step  # commands of a workflow step (gtd commits after) or the person's own
         self.violations: list[Violation] = []
         self._decider = network_decider
         self._on_violation = on_violation
@@ -495,7 +497,7 @@ class SandboxSession:
             args = self._caches.wrap(args)
         try:
             proc = subprocess.Popen(
-                args, env=with_shim(self.environment(env)), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
+                args, env=with_shim(self.environment(env), in_step=self._in_step), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
                 pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds), start_new_session=True,
             )
         except BaseException:

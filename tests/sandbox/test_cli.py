@@ -123,3 +123,11 @@ def test_variables_named_in_pass_env_reach_the_command_and_no_others(repo, home,
     assert trusted.stdout.startswith("NODE_ENV=test DB=postgres://localhost/app TOKEN= PROXY=http://gtd:"), trusted.stdout
     explained = gtd_sandbox("explain", cwd=repo)
     assert "  NODE_ENV (from sandbox.passEnv)\n" in explained.stdout
+
+
+def test_git_commit_under_sandbox_run_is_refused_with_advice_for_the_person(repo):
+    """`gtd sandbox run -- git commit`: no workflow step commits afterwards, so the one line says to run git
+    on the host (a workflow step's says gtd commits after it: test_redteam)."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "echo new > n.txt; git add n.txt", cwd=repo)
+    assert r.returncode == 1, r.stderr
+    assert "'git add' is not available" in r.stderr and "run it on the host once the command is done" in r.stderr

@@ -428,6 +428,14 @@ def test_everyday_git_still_works_inside(sandbox, repo):
         assert r.returncode == 1 and r.err.count("\n") == 1 and "gtd commits the work tree" in r.err, (cmd, r.err)
 
 
+def test_git_refusal_under_sandbox_run_says_to_run_git_on_the_host(sandbox, repo):
+    # The person's own command has no step after it that commits: the advice is theirs to follow.
+    s = sandbox(Level.READWRITE, in_step=False)
+    r = sh(s, "echo new > n.txt; git commit -qam x", repo)
+    assert r.returncode == 1 and r.err.count("\n") == 1, r.err
+    assert "run it on the host once the command is done" in r.err and "gtd commits" not in r.err, r.err
+
+
 def test_repositories_present_before_the_run_are_left_alone(sandbox, repo):
     from sandbox_support import git
 
