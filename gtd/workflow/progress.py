@@ -242,6 +242,8 @@ class Progress:
                 self._emit("escalation", phase=phase, id=entry.get("id"), kind=entry.get("kind"),
                            target=entry.get("target"), level=entry.get("level"), reason=entry.get("reason"))
             elif kind == "escalation_decision":
+                if entry.get("raised_level") and self.phase_now is not None:  # "run this phase at network"
+                    self.phase_now.level = entry["raised_level"]
                 what = f"{entry.get('target')} ({entry.get('decision')}, by {entry.get('decided_by')})"
                 (self.denials if entry.get("decision") == "deny" else self.approvals).append(what)
                 self._emit("decision", id=entry.get("id"), target=entry.get("target"), decision=entry.get("decision"),
@@ -249,6 +251,8 @@ class Progress:
                 if entry.get("commit"):
                     self._commit(entry["commit"])
             elif kind == "test_run":
+                if self.phase_now is not None and entry.get("level"):  # tests rerun at a level approved once
+                    self.phase_now.level = entry["level"]
                 self._emit("test_run", phase=phase, exit_code=entry.get("exit_code"),
                            passed=entry.get("exit_code") == 0)
             elif kind == "step":

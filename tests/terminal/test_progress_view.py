@@ -75,3 +75,15 @@ def test_a_clis_retry_is_carried_in_jsonl_as_an_api_retry_event_from_the_cli():
     assert [{k: v for k, v in r.items() if k != "time"} for r in records if r["event"] == "api_retry"] == [
         {"event": "api_retry", "phase": "build", "source": "cli",
          "text": "API error (upstream overloaded), opencode is retrying"}]
+
+
+def test_the_status_shows_the_level_the_person_raised_the_phase_to():
+    """Answering "run this phase at network" mid-run: the running agent's connections are allowed from then on,
+    so the status line says network at once, not at the next agent run; a test rerun at a level says it too."""
+    progress = _progress()
+    progress.audited({"event": "escalation_decision", "id": "r1", "target": "registry.npmjs.org:443",
+                      "decision": "network", "decided_by": "user", "raised_level": "network"})
+    assert "build · network · opencode · Add count.py" in _status(progress)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
+    progress.audited({"event": "test_run", "phase": "build", "level": "network", "exit_code": 0})
+    assert "build · network · opencode" in _status(progress)
