@@ -33,17 +33,23 @@ def collect(directory=None) -> list[dict]:
         loaded = load(RunOptions(directory=directory))
         checks.append(_check("config", True, ", ".join(str(f) for f in loaded.files) or "defaults only"))
         sandbox_enabled = loaded.config.sandbox.enabled
+        wanted = str(loaded.config.provider)
     except GtdError as exc:
         checks.append(_check("config", False, str(exc), "fix the file named above"))
-        sandbox_enabled = True
+        sandbox_enabled, wanted = True, "auto"
     for check in sandbox_checks():
         check.setdefault("required", sandbox_enabled)
         check["sandbox"] = True
         checks.append(check)
-    for provider in provider_report():
+    providers = provider_report()
+    for provider in providers:
         detail = f"{provider.get('version') or ''} {provider.get('path') or ''}".strip() or "not installed"
+        # The configured CLI is required; under `auto` each is optional, but one of them must be there.
         checks.append(_check(f"provider {provider['name']}", bool(provider["installed"]), detail,
-                             provider.get("fix", ""), required=False))
+                             provider.get("fix", ""), required=provider["name"] == wanted))
+    if wanted == "auto" and not any(p["installed"] for p in providers):
+        checks.append(_check("agent CLI", False, "none of " + ", ".join(p["name"] for p in providers)
+                             + " is installed (provider: auto)", "install one of them (fixes above)"))
     return checks
 
 

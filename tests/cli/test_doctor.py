@@ -12,6 +12,7 @@ from support import run_gtd
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 def test_doctor_json_reports_sandbox_and_providers(repo):
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted"}))  # ok without any agent CLI
     result = run_gtd("doctor", "--json", cwd=repo)
     data = json.loads(result.stdout)
     names = {check["name"]: check for check in data["checks"]}
@@ -50,3 +51,23 @@ def test_sandboxed_phase_refuses_to_run_without_bubblewrap(repo, tmp_path):
     assert "bubblewrap" in result.stderr and "gtd doctor" in result.stderr
     assert "📝" not in run_gtd("config", "show", cwd=repo).stdout  # sanity: nothing planned
     assert not os.path.exists(repo / "count.py")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_doctor_fails_when_no_agent_cli_is_there_for_provider_auto(repo):
+    """With `provider: auto` and none of the agent CLIs installed, no phase can run: doctor says so and exits 1
+    (it exited 0 with only '--' lines); with the scripted provider configured no CLI is needed."""
+    env = {"PATH": "/usr/bin:/bin"}  # the agent CLIs live elsewhere (.tools/agents/bin, a global npm prefix)
+    if any(os.path.exists(f"{d}/{cli}") for d in ("/usr/bin", "/bin") for cli in ("claude", "opencode", "pi")):
+        pytest.skip("an agent CLI is installed system-wide")
+    result = run_gtd("doctor", "--json", cwd=repo, env=env)
+    data = json.loads(result.stdout)
+    failed = {c["name"]: c for c in data["checks"] if c["required"] and not c["ok"]}
+    assert result.returncode == 1 and not data["ok"] and set(failed) == {"agent CLI"}, result.stdout
+    assert "install one of them" in failed["agent CLI"]["fix"]
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
+    failed = [c["name"] for c in json.loads(run_gtd("doctor", "--json", cwd=repo, env=env).stdout)["checks"]
+              if c["required"] and not c["ok"]]
+    assert failed == ["provider claude"]  # the configured one is what is missing
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted"}))
+    assert run_gtd("doctor", "--json", cwd=repo, env=env).returncode == 0
