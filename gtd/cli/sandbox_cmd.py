@@ -116,19 +116,24 @@ def _explain_caches(policy, write) -> None:
     """Which package caches the command can write, and how (overlay or per-project fallback)."""
     if not policy.caches:
         return
-    from gtd.sandbox.caches import fallback_dir, layer_dir, overlay_check
+    from gtd.sandbox.caches import CACHE_HOME, fallback_dir, layer_dir, overlay_check
 
     ok, detail = overlay_check()
     if ok:
         how = f"reads hit your cache; writes go to a per-project copy-on-write layer in {layer_dir(policy.workspace)}"
     else:
-        how = (f"overlays unavailable ({detail}): tools are pointed at per-project caches in "
-               f"{fallback_dir(policy.workspace)}; cargo, gradle and maven caches stay read-only")
+        how = (f"overlays unavailable ({detail}): tools (and XDG_CACHE_HOME) are pointed at per-project caches in "
+               f"{fallback_dir(policy.workspace)}; the cache home, cargo, gradle and maven caches stay read-only")
     write(f"package caches ({how}):\n")
     for cache in policy.caches:
         where = f"${cache.origin}" if cache.origin.isidentifier() else cache.origin  # a variable, or a file's setting
         origin = f" (from {where})" if cache.origin != "default" else ""
-        write(f"  {cache.tool}: {cache.path}{origin}\n")
+        name = cache.tool
+        if cache.tool == CACHE_HOME:
+            name = "cache home (every tool's cache in it: node-gyp, puppeteer, playwright, pre-commit, …)"
+        write(f"  {name}: {cache.path}{origin}\n")
+    if ok and any(c.tool == CACHE_HOME for c in policy.caches):
+        write("  (protected and hidden paths in the cache home stay read-only / hidden)\n")
 
 
 PendingJson = Annotated[Optional[Path], typer.Option(

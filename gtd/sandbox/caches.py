@@ -14,9 +14,20 @@ stdin. Each sandboxed command then starts bwrap through `nsenter` into that name
 `--ro-bind / /` sees the overlays and a `--bind` of each cache makes it writable. The holder
 exits when gtd closes its stdin (or dies).
 
+The **cache home** itself (`$XDG_CACHE_HOME`, else `~/.cache`) is one more overlay, so every other
+tool that keeps a cache there (node-gyp, puppeteer, playwright, pre-commit, poetry, huggingface, …)
+can write too, and a dir that does not exist on the host can be created inside. The package caches
+that resolve inside it are folded into it (one mount, no overlay stacked on an overlay); one that
+resolves elsewhere (a symlink to /data/pip, a moved PIP_CACHE_DIR) keeps its own overlay. Protected
+and hidden paths under the cache home are mounted over it read-only / hidden as anywhere else in a
+writable root (bwrap.py). The cache home is left read-only when it is, or is under, a protected or
+hidden path, holds the workspace, gtd's state dir or another writable path (whose writes must reach
+the host, not a layer).
+
 Where overlays cannot be mounted, each tool that has a cache variable is pointed at a
-gtd-owned per-project cache dir instead (reads then miss the user's cache); `gtd doctor` and
-`gtd sandbox explain` say which mode is in use.
+gtd-owned per-project cache dir instead (reads then miss the user's cache), XDG_CACHE_HOME too
+(the real cache home then stays read-only); `gtd doctor` and `gtd sandbox explain` say which mode
+is in use.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ import subprocess
 import sys
 from pathlib import Path
 from gtd.record import record
-from gtd.sandbox.containment import inside
+from gtd.sandbox.containment import inside, strictly_inside
 from gtd.which import which
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -224,15 +235,52 @@ def _meets(paths) -> "Callable[[Path], bool]":
     return meets
 
 
+CACHE_HOME = "cache-home"  # the tool name of the cache home's own entry
+
+
+def cache_home(home: Path, environ: Mapping[str, str] | None = None) -> ToolCache:
+    """The XDG cache home as one cache (its fallback variable is XDG_CACHE_HOME itself)."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("XDG_CACHE_HOME")
+    path = Path(value) if value and value.startswith("/") else home / ".cache"
+    return ToolCache(CACHE_HOME, Path(os.path.normpath(path)), "XDG_CACHE_HOME",
+                     "XDG_CACHE_HOME" if value and value.startswith("/") else "default")
+
+
+def _cache_home_usable(cache: ToolCache, workspace: Path, hidden, writable) -> bool:
+    """Whether the cache home may be an overlay: it may *hold* protected and hidden paths (mounted over
+    it), but not be one or lie under one; and it must not hold the workspace, gtd's state dir (the
+    layers would sit in their own lower layer) or another writable path (its writes must reach the
+    host, and bwrap would bind the overlay's view instead)."""
+    from gtd import paths
+
+    real = Path(os.path.realpath(cache.path))
+    if _UNSAFE & set(str(cache.path) + str(real)):
+        return False
+    for p in (cache.path, real):
+        if any(inside(p, h) for h in hidden):
+            return False
+        keep = (workspace, paths.user_state_dir(), *writable)
+        if any(inside(k, p) or inside(Path(os.path.realpath(k)), p) or inside(p, k) for k in keep):
+            return False
+    return True
+
+
 def policy_caches(home: Path, workspace: Path, hidden: tuple[Path, ...] | list[Path],
-                  environ: Mapping[str, str] | None = None) -> tuple[ToolCache, ...]:
-    """The caches a writable level gets: those that exist, or whose tool is installed. A cache inside
-    the workspace is writable anyway; one that is (or is under) a hidden path stays hidden; a path
-    overlayfs cannot name is left as it is (read-only). Linux only: on macOS caches stay read-only."""
+                  environ: Mapping[str, str] | None = None,
+                  writable: tuple[Path, ...] | list[Path] = ()) -> tuple[ToolCache, ...]:
+    """The caches a writable level gets: the cache home (see _cache_home_usable), then each package
+    manager's cache that exists, or whose tool is installed. A cache inside the workspace is writable
+    anyway; one that is (or is under) a hidden path stays hidden; a path overlayfs cannot name is left
+    as it is (read-only). Linux only: on macOS caches stay read-only."""
     if not sys.platform.startswith("linux"):
         return ()
     chosen: list[ToolCache] = []
     seen: set[Path] = set()
+    home_cache = cache_home(home, environ)
+    if _cache_home_usable(home_cache, workspace, hidden, writable):
+        chosen.append(home_cache)
+        seen.add(home_cache.path)
     meets_hidden = _meets(hidden)
     for cache in known_caches(home, environ, workspace):
         spellings = {cache.path, Path(os.path.realpath(cache.path))}  # a symlinked cache is judged where it leads
@@ -384,7 +432,10 @@ class CacheLayer:
         base = self._layer_base()
         lines, mounted = [], []
         root = os.geteuid() == 0
+        folded_into: Path | None = None  # the cache home's overlay, once mounted: caches inside it are in it
         for cache in self.caches:
+            if folded_into is not None and strictly_inside(os.path.realpath(cache.path), folded_into):
+                continue
             if not self._ensure_lower(cache):
                 continue
             upper, work = base / cache.key / "upper", base / cache.key / "work"
@@ -393,6 +444,8 @@ class CacheLayer:
             lower = Path(os.path.realpath(cache.path))
             if _UNSAFE & set(str(lower) + str(base)):
                 continue
+            if cache.tool == CACHE_HOME:
+                folded_into = lower  # first in self.caches (policy_caches puts it there)
             options = f"lowerdir={lower},upperdir={upper},workdir={work}" + ("" if root else ",userxattr")
             lines.append(f"overlay {lower} overlay {options} 0 0\n")
             mounted.append(cache)
@@ -420,7 +473,8 @@ class CacheLayer:
     @staticmethod
     def _ensure_lower(cache: ToolCache) -> bool:
         """The user's cache dir must exist to be a layer: created empty when its tool is installed (the
-        tool would create it on its first run anyway). Never through a symlinked or non-directory path."""
+        tool would create it on its first run anyway), the cache home always. Never through a symlinked
+        or non-directory path."""
         if os.path.isdir(cache.path):
             return True
         if os.path.lexists(cache.path):

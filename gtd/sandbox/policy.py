@@ -292,7 +292,7 @@ def build_policy(
 
     caches: tuple[ToolCache, ...] = ()
     if not level.at_most(Level.READONLY):
-        caches = policy_caches(home, workspace, tuple(deny_read) + tuple(protected))
+        caches = policy_caches(home, workspace, tuple(deny_read) + tuple(protected), writable=writable)
 
     credential_files, refused_credentials = resolve_credential_files(
         needs.credential_files, workspace=workspace, deny_read=tuple(deny_read), writable=tuple(writable))

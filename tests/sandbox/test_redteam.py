@@ -242,10 +242,11 @@ def test_symlink_into_the_package_cache_layer_is_quarantined(sandbox, repo, tmp_
     # host as soon as the user's shell prompt ran `git status` in `docs/`.
     marker = tmp_path / "PWNED"
     s = sandbox(Level.READWRITE)
-    r = sh(s, "upper=$(grep \" $HOME/.cache/pip \" /proc/self/mountinfo | sed -n 's/.*upperdir=\\([^,]*\\),.*/\\1/p' | head -1);"
+    # (~/.cache/pip is folded into the cache home's overlay: its upper layer holds pip/x.)
+    r = sh(s, "upper=$(grep \" $HOME/.cache \" /proc/self/mountinfo | sed -n 's/.*upperdir=\\([^,]*\\),.*/\\1/p' | head -1);"
               " test -n \"$upper\" || { echo no-overlay; exit 0; };"
               f" git init -q ~/.cache/pip/x && {_evil_config(marker, '$HOME/.cache/pip/x/.git/config')}"
-              " && ln -s \"$upper/x\" docs && ln -s \"$upper\" cache-link && ln -s README.md readme-link && echo planted", repo)
+              " && ln -s \"$upper/pip/x\" docs && ln -s \"$upper\" cache-link && ln -s README.md readme-link && echo planted", repo)
     if "no-overlay" in r.out:
         pytest.skip("package caches are not overlays here")
     assert "planted" in r.out, r.err

@@ -110,11 +110,14 @@ def test_without_overlays_each_tool_gets_a_per_project_cache(tmp_path, isolated_
     (isolated_home / ".cache" / "pip").mkdir(parents=True)
     ws = _project(tmp_path, "ws")
     with open_sandbox(build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home)) as s:
-        r = run(s, 'echo "$PIP_CACHE_DIR"; echo x > "$PIP_CACHE_DIR/written" && echo ok; touch ~/.cache/pip/y || echo ro', ws)
-    target, written, ro = r.stdout.split()
-    assert written == "ok" and ro == "ro", r.stderr
+        r = run(s, 'echo "$PIP_CACHE_DIR"; echo x > "$PIP_CACHE_DIR/written" && echo ok; touch ~/.cache/pip/y || echo ro;'
+                   ' echo "$XDG_CACHE_HOME"; mkdir -p "$XDG_CACHE_HOME/puppeteer" && echo ok', ws)
+    target, written, ro, cache_home, created = r.stdout.split()
+    assert written == "ok" and ro == "ro" and created == "ok", r.stderr
     assert Path(target, "written").is_file() and str(ws.name) in target
+    assert Path(cache_home, "puppeteer").is_dir() and str(ws.name) in cache_home  # XDG_CACHE_HOME: the project's own
     assert list((isolated_home / ".cache" / "pip").iterdir()) == []
+    assert not (isolated_home / ".cache" / "puppeteer").exists()
 
 
 def test_a_cache_that_leads_into_the_workspace_or_a_secret_is_left_alone(tmp_path, isolated_home):
@@ -185,3 +188,73 @@ def test_removing_a_throwaway_layer_never_follows_a_symlink_the_agent_left_in_it
     _remove_tree(tmp_path / "layer")
     assert not (tmp_path / "layer").exists()
     assert victim.stat().st_mode & 0o777 == 0o600
+
+
+@needs_bwrap
+def test_any_tool_can_keep_a_cache_in_the_cache_home_per_project(tmp_path, isolated_home):
+    # node-gyp, puppeteer, playwright, pre-commit, poetry…: no package manager gtd knows, yet a write under
+    # ~/.cache failed with EROFS (headless `npm install puppeteer` just failed).
+    (isolated_home / ".cache" / "pip").mkdir(parents=True)
+    (isolated_home / ".cache" / "pip" / "wheel").write_text("from the person\n")
+    one, two = _project(tmp_path, "one"), _project(tmp_path, "two")
+    with open_sandbox(build_policy(GtdConfig(), workspace=one, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, "mkdir -p ~/.cache/puppeteer && echo x > ~/.cache/puppeteer/f && echo y > ~/.cache/pip/wheel"
+                   " && cat ~/.cache/puppeteer/f ~/.cache/pip/wheel", one)
+        assert r.returncode == 0 and r.stdout == "x\ny\n", r.stderr
+    assert not (isolated_home / ".cache" / "puppeteer").exists()  # the person's real cache home is untouched
+    assert (isolated_home / ".cache" / "pip" / "wheel").read_text() == "from the person\n"
+    with open_sandbox(build_policy(GtdConfig(), workspace=one, level=Level.NETWORK, home=isolated_home)) as s:
+        r = run(s, "cat ~/.cache/puppeteer/f ~/.cache/pip/wheel", one)  # kept for the project's next run
+        assert r.stdout == "x\ny\n", r.stderr
+    with open_sandbox(build_policy(GtdConfig(), workspace=two, level=Level.READWRITE, home=isolated_home)) as s:
+        r = run(s, "ls ~/.cache; cat ~/.cache/pip/wheel", two)  # another project sees only the person's cache
+        assert r.stdout.split() == ["pip", "from", "the", "person"], r.stderr
+    ro = build_policy(GtdConfig(), workspace=one, level=Level.READONLY, home=isolated_home)
+    with open_sandbox(ro) as s:
+        r = run(s, "mkdir -p ~/.cache/puppeteer", one)
+    assert r.returncode != 0 and "Read-only" in r.stderr and not (isolated_home / ".cache" / "puppeteer").exists()
+
+
+@needs_bwrap
+def test_protected_and_hidden_paths_in_the_cache_home_stay_so(tmp_path, isolated_home, monkeypatch):
+    # The cache home is writable as a whole, but what is mounted over it is not: a CLI's token kept there
+    # stays hidden (and its dir cannot be renamed away from the mount), gtd itself installed there (uvx)
+    # stays read-only.
+    from gtd.sandbox import policy as policy_module
+
+    cache = isolated_home / ".cache"
+    (cache / "huggingface").mkdir(parents=True)
+    (cache / "huggingface" / "token").write_text("hf_secret\n")
+    installed = cache / "uv" / "archive-v0" / "gtd-env"
+    installed.mkdir(parents=True)
+    (installed / "hook.py").write_text("# run by the host\n")
+    original = policy_module.gtd_install_paths
+    monkeypatch.setattr(policy_module, "gtd_install_paths", lambda: [*original(), installed])
+    ws = _project(tmp_path, "ws")
+    policy = build_policy(GtdConfig(), workspace=ws, level=Level.NETWORK, home=isolated_home)
+    assert policy.caches[0].tool == "cache-home"
+    with open_sandbox(policy) as s:
+        r = run(s, "echo ok > ~/.cache/free && cat ~/.cache/free; cat ~/.cache/huggingface/token;"
+                   " mv ~/.cache/huggingface ~/.cache/hf2 || echo kept;"
+                   " echo evil > ~/.cache/uv/archive-v0/gtd-env/hook.py || echo ro;"
+                   " touch ~/.cache/uv/archive-v0/gtd-env/new || echo ro", ws)
+        assert s._caches.mode == "overlay"
+    assert "hf_secret" not in r.stdout and r.stdout.split() == ["ok", "kept", "ro", "ro"], (r.stdout, r.stderr)
+    assert "Read-only" in r.stderr
+    assert (installed / "hook.py").read_text() == "# run by the host\n" and not (cache / "free").exists()
+
+
+def test_the_cache_home_is_left_alone_when_it_holds_a_writable_path(tmp_path, isolated_home):
+    # A configured writable path in it must write the real cache: bound through the overlay, it would not.
+    ws = _project(tmp_path, "ws")
+    (isolated_home / ".cache" / "mine").mkdir(parents=True)
+    tools = lambda policy: [c.tool for c in policy.caches]  # noqa: E731
+    assert "cache-home" in tools(build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home))
+    held = build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home,
+                        extra_writable=[isolated_home / ".cache" / "mine"])
+    assert "cache-home" not in tools(held)
+    inside = isolated_home / ".cache" / "work"
+    inside.mkdir()
+    git(inside, "init", "-q")
+    assert "cache-home" not in tools(build_policy(GtdConfig(), workspace=inside, level=Level.READWRITE,
+                                                  home=isolated_home))
