@@ -42,6 +42,9 @@ ALLOWED = {
     ("config/cache.py", "write"): "validated-config cache entries in gtd's state dir",
     ("config/cache.py", "_prune"): "validated-config cache entries in gtd's state dir",
     ("config/cache.py", "_code_fingerprint"): "gtd's own installed source files, part of the cache key",
+    ("config/cache.py", "files_identity"): "stat of gtd's own installed source files, part of the cache key",
+    ("cli/sandbox_cmd.py", "explain"):
+        "lexists (follows no symlink, reads nothing): a protected or hidden path absent now is counted, not listed",
     ("config/cache.py", "_add_file"): "gtd's own code and the user config (the project config: workspace_files)",
     ("config/loader.py", "find_repo_root"): "looks for the .git entry that makes a directory the repository",
     ("config/writer.py", "config_lock"): "lock files in gtd's state dir",
