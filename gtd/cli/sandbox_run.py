@@ -85,7 +85,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
             if tap:
                 tap.started()
         ctrl_c.to(proc)
-        code = proc.wait()
+        code = ctrl_c.wait()
         if tap:
             stderr_text = tap.finish()
             _report_refused_writes(policy, cwd, stderr_text, session)

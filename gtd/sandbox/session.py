@@ -714,6 +714,45 @@ class CtrlCPassedOn:
         if self._presses:
             self._pass_on()
 
+    def wait(self) -> int:
+        """The command's exit status, waited for so that every signal is handled at once. A signal may be
+        delivered to any of gtd's threads (the proxy's, the stdio pumps'); Python runs its handler only
+        when the main thread next runs, and a main thread blocked in waitpid() would not until the
+        command ended: a Ctrl-C, or the SIGTERM that ends gtd through its clean-up, was then lost. The
+        signal's wake-up byte ends the wait instead."""
+        proc = self._proc
+        try:
+            wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        except AttributeError:  # macOS: no pipe2
+            wake_r, wake_w = os.pipe()
+            os.set_blocking(wake_r, False)
+            os.set_blocking(wake_w, False)
+        try:
+            previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: its signals are not this thread's to handle
+            os.close(wake_r)
+            os.close(wake_w)
+            return proc.wait()
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3 (or already reaped): look every 50 ms
+            pidfd = None
+        import select
+
+        try:
+            while proc.poll() is None:  # each pass runs the handlers of the signals that woke it
+                select.select([wake_r] + ([pidfd] if pidfd is not None else []), [], [],
+                              None if pidfd is not None else 0.05)
+                try:
+                    os.read(wake_r, 512)
+                except BlockingIOError:
+                    pass
+        finally:
+            signal.set_wakeup_fd(previous)
+            for fd in (wake_r, wake_w) + ((pidfd,) if pidfd is not None else ()):
+                os.close(fd)
+        return proc.returncode
+
     def _on_ctrl_c(self, signum, frame) -> None:
         now = time.monotonic()
         self._presses = [t for t in self._presses if now - t < KILL_PRESSES_SECONDS] + [now]
