@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from gtd.paths import user_dir
@@ -29,6 +28,8 @@ def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():
         raise OSError(f"{path} is a directory, expected a config file")
+    import tempfile  # here: `gtd sandbox run` asks only for the provider's needs, which write nothing
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=2)

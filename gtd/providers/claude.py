@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from gtd.providers.agent_dirs import agent_dir, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
@@ -19,6 +18,10 @@ from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cl
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import CLAUDE_EDIT_TOOLS, CLAUDE_INTERACTIVE, CLAUDE_TOOLS
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
                   "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")

@@ -23,9 +23,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
 
 from gtd.record import field, record
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping
 
 MAX_CONFIG_BYTES = 256 * 1024
 

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from gtd.record import field, record
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 BEDROCK = "Bedrock"
 VERTEX = "Vertex"

@@ -52,9 +52,9 @@ sys.stderr.write("\\nPROBE:" + json.dumps([code, sorted(m for m in sys.modules i
 """
 
 
-def probe(args: list[str], cwd) -> tuple[int, list[str], subprocess.CompletedProcess]:
+def probe(args: list[str], cwd, env: dict | None = None) -> tuple[int, list[str], subprocess.CompletedProcess]:
     result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL, timeout=60)
+                            stdin=subprocess.DEVNULL, timeout=60, env=env)
     code, modules = json.loads(result.stderr.rsplit("PROBE:", 1)[1])
     return code, modules, result
 
@@ -72,6 +72,14 @@ def test_sandbox_run_imports_no_typer_and_falls_back_for_help(repo):
     assert (code, [m for m in modules if m.split(".")[0] not in ("random", "shutil", "tempfile", "typing")]) == (5, [])
     code, modules, _ = probe(["sandbox", "run", "--", "sh", "-c", "exit 6"], repo)
     assert (code, modules) == (6, [])
+    # with an agent CLI on PATH, `provider: auto` picks it and imports its provider module for its needs
+    bin_dir = repo.parent / "agent-bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "claude").chmod(0o755)
+    code, modules, _ = probe(["sandbox", "run", "--", "sh", "-c", "exit 7"], repo,
+                             {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert (code, modules) == (7, [])
     code, modules, result = probe(["sandbox", "run", "--help"], repo)
     assert code == 0 and "typer" in modules and "Run COMMAND inside the sandbox" in result.stdout
 
