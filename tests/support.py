@@ -34,13 +34,21 @@ def spawn_in_terminal(command: str, args: list[str], **kwargs):
     every child inherits it through exec, so the spawned gtd would never see Ctrl-C."""
     import pexpect
 
-    return pexpect.spawn(command, args, preexec_fn=_default_sigint, **kwargs)
+    return pexpect.spawn(command, args, preexec_fn=_default_signals, **kwargs)
 
 
-def _default_sigint() -> None:  # runs in the forked child, before exec
+def popen_as_from_a_shell(argv: list[str], **kwargs):
+    """subprocess.Popen with SIGINT and SIGHUP at their default actions, as a person's shell starts a
+    command: under `nohup` or as a background job (how CI may start the suite) both are inherited
+    ignored, and gtd rightly leaves an ignored signal ignored."""
+    return subprocess.Popen(argv, preexec_fn=_default_signals, **kwargs)
+
+
+def _default_signals() -> None:  # runs in the forked child, before exec
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

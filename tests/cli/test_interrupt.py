@@ -11,7 +11,7 @@ import time
 
 import pexpect
 import pytest
-from support import git, spawn_in_terminal
+from support import git, popen_as_from_a_shell, spawn_in_terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -160,9 +160,9 @@ def test_a_signal_delivered_to_another_thread_of_gtd_is_handled_at_once(repo, si
     import signal
 
     signum = getattr(signal, signame)
-    proc = subprocess.Popen([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                             "sh", "-c", "echo started; sleep 300"], cwd=repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                  "sh", "-c", "echo started; sleep 300"], cwd=repo, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "started\n"
         err = _signal_other_threads_until_it_ends(proc, signum)

@@ -727,10 +727,12 @@ def test_gtd_stopped_by_sigterm_or_sighup_still_quarantines_what_the_agent_plant
     import subprocess
     import sys
 
+    from support import popen_as_from_a_shell
+
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        proc = subprocess.Popen([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--", "sh", "-c",
-                                 "git init -q sub && echo planted && sleep 60"], cwd=repo, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                                      "sh", "-c", "git init -q sub && echo planted && sleep 60"], cwd=repo,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout.readline() == "planted\n"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
