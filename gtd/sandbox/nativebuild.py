@@ -70,3 +70,17 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
         return None
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def report(what: str, built: Path | None, fallback: str) -> int:
+    """A build command's outcome (`python -m gtd.sandbox.nativelaunch`, `...nativerelay`, run by scripts/setup):
+    where the build is, or which fallback gtd uses without it; the command's exit status."""
+    import sys
+
+    from gtd import terminal_text
+
+    if built:
+        terminal_text.write(f"{what}: {built}\n")
+        return 0
+    terminal_text.write(f"{what}: not built (no C compiler, or it failed); {fallback}\n", stream=sys.stderr)
+    return 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gtd import terminal_text
 from gtd.sandbox import nativebuild
 
 SOURCE = Path(__file__).with_name("launch.c")
@@ -68,14 +67,8 @@ def compile_into(directory: Path) -> Path | None:
 
 def main() -> int:
     """`python -m gtd.sandbox.nativelaunch`: build it beside this module (scripts/setup), else in the state dir."""
-    for where in locations():
-        built = compile_into(where)
-        if built:
-            terminal_text.write(f"gtd sandbox launcher: {built}\n")
-            return 0
-    terminal_text.write("gtd sandbox launcher: not built (no C compiler, or it failed); the Python launcher is used\n",
-                        stream=sys.stderr)
-    return 1
+    built = next((built for built in map(compile_into, locations()) if built), None)  # the first place that works
+    return nativebuild.report("gtd sandbox launcher", built, "the Python launcher is used")
 
 
 if __name__ == "__main__":

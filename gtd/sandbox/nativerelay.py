@@ -94,15 +94,9 @@ def _from_memory(data: bytes):
 
 def main() -> int:
     """`python -m gtd.sandbox.nativerelay` (scripts/setup): build it into gtd's state dir."""
-    from gtd import terminal_text
-
     built = build()
-    if built and load(built) is not None:
-        terminal_text.write(f"gtd proxy relay: {built}\n")
-        return 0
-    terminal_text.write("gtd proxy relay: not built (no C compiler, or it failed); the Python loop is used\n",
-                        stream=sys.stderr)
-    return 1
+    return nativebuild.report("gtd proxy relay", built if built and load(built) is not None else None,
+                              "the Python loop is used")
 
 
 if __name__ == "__main__":
