@@ -109,6 +109,7 @@ class SandboxSession:
         self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
         self._spare_cgroup = None  # made by start() for the first command (in self._cgroups already)
+        self._bwrap: str | None = None  # bubblewrap's path, found by start() outside the workspace (host_programs)
         self._tools = None  # the person's registry settings, secrets left out (registries.py)
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
@@ -353,7 +354,7 @@ class SandboxSession:
         the host (gtd.host_programs)."""
         return (self.policy.workspace, *self.policy.writable)
 
-    def _bwrap(self) -> str | None:
+    def _find_bwrap(self) -> str | None:
         from gtd.host_programs import host_program
 
         return host_program("bwrap", self.untrusted_dirs())
@@ -366,7 +367,8 @@ class SandboxSession:
     def _check_linux(self) -> None:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable(f"no sandbox backend for {sys.platform}. {DOCTOR_HINT}")
-        if self._bwrap() is None:
+        self._bwrap = self._find_bwrap()  # once per session: every command runs this one, by its path
+        if self._bwrap is None:
             raise SandboxUnavailable(
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
                 "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
@@ -480,7 +482,7 @@ class SandboxSession:
         seccomp_r = filter_fd(self._program)
         launch_args, launch_fds = self._layers.mounts()
         args = [
-            self._bwrap() or "bwrap", *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
+            self._bwrap, *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
             "--chdir", str(Path(cwd).resolve()),
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
@@ -528,7 +530,7 @@ class SandboxSession:
             if info is None:
                 proc.wait()
                 raise SandboxUnavailable(
-                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap(args[0])}. {DOCTOR_HINT}"
+                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap(self._bwrap)}. {DOCTOR_HINT}"
                 )
             # Moving a process into a cgroup waits for an RCU grace period (~10 ms; none shortly after start()
             # primed it): done while the mounts are verified and the network is set up, and finished before

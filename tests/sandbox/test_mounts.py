@@ -571,3 +571,18 @@ def test_cleanup_still_removes_what_gtd_left_in_place(home, tmp_path, kind):
     settled = registry.exit()
     assert not os.path.lexists(recorded)
     assert [p for p, _ in settled] == [recorded]
+
+
+def test_a_bwrap_that_fails_at_start_is_explained_by_bwrap_itself(sandbox, repo, tmp_path):
+    """The failure message quotes bubblewrap's own minimal run, also where the package caches' overlay starts
+    each command through `nsenter` (the probe ran `nsenter --unshare-user ...` instead)."""
+    failing = tmp_path / "bin" / "bwrap"
+    failing.parent.mkdir()
+    failing.write_text("#!/bin/sh\necho 'bwrap: no permission to create the namespace (this machine)' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    s = sandbox(Level.READWRITE)
+    assert s._caches is not None and s._caches.writable(), "the readwrite session should start commands via nsenter"
+    s._bwrap = str(failing)  # as if the machine's bwrap could not start a sandbox
+    with pytest.raises(SandboxUnavailable) as exc:
+        sh(s, "true", repo)
+    assert "no permission to create the namespace (this machine)" in str(exc.value), str(exc.value)
