@@ -111,8 +111,13 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
 
 
 def _show_refusal(v) -> None:
-    """A refusal on screen as it happens: what, why, and where to look for the one change that allows it."""
-    why = f"; see `gtd sandbox why {v.target} --level {v.level.value}`" if v.kind in ("network", "write") else ""
+    """A refusal on screen as it happens: what, why, and where to look for the one change that allows it.
+    The target is the command's (a path or host it chose), so the suggested command quotes it for the shell:
+    pasted, `x; curl …|sh` or `$(…)` stays one argument."""
+    import shlex
+
+    why = (f"; see `gtd sandbox why {shlex.quote(v.target)} --level {v.level.value}`"
+           if v.kind in ("network", "write") else "")
     write(f"gtd sandbox: refused {v.kind} {v.target} ({v.detail}){why}\n", stream=sys.stderr)
 
 

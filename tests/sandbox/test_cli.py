@@ -131,3 +131,11 @@ def test_git_commit_under_sandbox_run_is_refused_with_advice_for_the_person(repo
     r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "echo new > n.txt; git add n.txt", cwd=repo)
     assert r.returncode == 1, r.stderr
     assert "'git add' is not available" in r.stderr and "run it on the host once the command is done" in r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_the_why_command_a_refusal_suggests_quotes_the_commands_path(repo):
+    """The refused path is the command's choice: pasted into a shell, the suggested command keeps it one argument."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "touch '/home/x$(id);y'", cwd=repo)
+    assert "see `gtd sandbox why '/home/x$(id);y' --level readwrite`" in r.stderr, r.stderr
