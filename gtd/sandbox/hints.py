@@ -51,10 +51,12 @@ MAX_PROBED_PORTS = 8
 
 def misleading_error_hints(output: str, policy) -> list[str]:
     """One line per cause an error output hides: a refused write dressed up as a network error, a server
-    on the host's loopback the client cannot see (none if neither)."""
+    on the host's loopback the client cannot see (none if neither). For the person: the second kind
+    tells which of the host's loopback ports have a server, which the agent is not to learn (see
+    refused_write_hints)."""
     if not output:
         return []
-    return _refused_write_hints(output, policy) + _host_loopback_hints(output, policy)
+    return refused_write_hints(output, policy) + host_loopback_hints(output, policy)
 
 
 def _host_listens(port: int) -> bool:
@@ -70,8 +72,9 @@ def _host_listens(port: int) -> bool:
     return False
 
 
-def _host_loopback_hints(output: str, policy) -> list[str]:
-    """A refused connection to a loopback port that is not forwarded while the host serves it."""
+def host_loopback_hints(output: str, policy) -> list[str]:
+    """A refused connection to a loopback port that is not forwarded while the host serves it. For the
+    person only: it tells which of the host's loopback ports have a server."""
     if not _REFUSED.search(output) or getattr(policy, "unrestricted", False):
         return []
     named = [p for p in dict.fromkeys(int(m.group(1)) for m in _LOOPBACK_PORT.finditer(output))
@@ -100,8 +103,9 @@ def _host_loopback_hint(port: int, policy) -> str:
             f"that port; {where} on this machine's 127.0.0.1:{port} {fix}.")
 
 
-def _refused_write_hints(output: str, policy) -> list[str]:
-    """One line per refused write in an output that otherwise reads like a network error (none if not)."""
+def refused_write_hints(output: str, policy) -> list[str]:
+    """One line per refused write in an output that otherwise reads like a network error (none if not).
+    What the agent may be told too: it names only paths its own command tried to write."""
     refused = _refused_paths(output)
     text = output
     for raw in refused:  # a path that happens to contain "network" is not a network error

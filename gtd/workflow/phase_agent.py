@@ -258,16 +258,17 @@ class PhaseAgent:
                                   seconds=round(seconds, 4))
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
-            hints = []
+            told = hints = []
             if done.returncode != 0:
-                from gtd.sandbox.hints import misleading_error_hints
+                from gtd.sandbox.hints import host_loopback_hints, refused_write_hints
 
-                hints = misleading_error_hints(output, policy)
-            if hints:  # a refused write dressed up as a network error: say so, and ask for no host
+                told = refused_write_hints(output, policy) if output else []  # the agent may read these
+                hints = told + host_loopback_hints(output, policy)  # these the person only: which host ports serve
+            if hints:  # a refused write dressed up as a network error, a server on the host: say so, ask for no host
                 for hint in hints:
                     self.ctx.progress.warn(hint)
                 self.ctx.audit.record("hint", phase=self.phase.value, hints=hints)
-                return TestRun(False, output + "\n" + "\n".join(hints), done.returncode)
+                return TestRun(False, "\n".join([output, *told]) if told else output, done.returncode)
             if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
                 return TestRun(done.returncode == 0, output, done.returncode)
             reason = f"test command `{command}` failed with a network error"

@@ -145,3 +145,27 @@ def test_each_clients_wording_of_a_refused_host_loopback_port_gets_the_hint(repo
         policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE)
         hints = misleading_error_hints(error.format(port=port), policy)
     assert len(hints) == 1 and f"add {port} to sandbox.levels.readwrite.hostLoopbackPorts" in hints[0], hints
+
+
+def test_the_agent_is_not_told_which_host_loopback_ports_serve(repo, registry):
+    """A build's tests fail with "Connection refused" for 127.0.0.1:PORT while the host serves PORT: the person
+    gets the hostLoopbackPorts hint, but the output handed back to the agent does not carry it (the ports in
+    an output are the agent's choice; the hint would tell it which of the host's ports have a server)."""
+    hint = "inside the sandbox is the sandbox's own loopback, where nothing listens"
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content":
+                  "# Probe\n\n## Action items\n- [ ] Add probe\n  - Tests: curl\n\n## Open questions\n\n## Learnings\n"}}]}],
+        "build": [{"when": hint, "actions": [{"write": {"path": "told.txt", "content": "the agent saw the hint\n"}}]},
+                  {"actions": [{"write": {"path": "probe.txt", "content": "1\n"}}]}]}))
+    (repo / ".gtdrc.json").write_text(json.dumps({
+        "provider": "scripted", "script": str(script), "testRetries": 1,
+        "testCommand": f"curl -sS --max-time 5 http://127.0.0.1:{registry.port}/"}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "configure gtd")
+    (repo / "TODO.md").write_text("# Probe\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    result = run_gtd("build", cwd=repo, timeout=300)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert hint in result.stderr and f"add {registry.port} to sandbox.levels" in result.stderr, result.stderr
+    assert not (repo / "told.txt").exists(), "the retry prompt carried the host-loopback hint to the agent"
