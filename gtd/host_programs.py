@@ -27,27 +27,35 @@ def _default_untrusted() -> list[Path]:
     return [find_repo_root(cwd) or cwd]
 
 
+def _roots(untrusted: Iterable[Path | str] | None) -> tuple[str, ...]:
+    return tuple(os.path.realpath(r) for r in (_default_untrusted() if untrusted is None else untrusted))
+
+
 def host_path(untrusted: Iterable[Path | str] | None = None) -> str:
     """PATH without relative entries and without entries in `untrusted` (default: the repository gtd
     runs in), each compared by where it really is."""
-    roots = tuple(os.path.realpath(r) for r in (_default_untrusted() if untrusted is None else untrusted))
-    return _without(os.environ.get("PATH", os.defpath), roots)
+    return _without(os.environ.get("PATH", os.defpath), _roots(untrusted))
+
+
+def _trusted(entry: str, roots: tuple[str, ...]) -> bool:
+    """An absolute path that is not, once resolved, in or under one of `roots`."""
+    if not os.path.isabs(entry):
+        return False
+    real = os.path.realpath(entry)
+    return not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
 @lru_cache(maxsize=32)
 def _without(path: str, roots: tuple[str, ...]) -> str:
-    kept = []
-    for entry in path.split(os.pathsep):
-        if not entry or not os.path.isabs(entry):
-            continue
-        real = os.path.realpath(entry)
-        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
-            kept.append(entry)
-    return os.pathsep.join(kept)
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if entry and _trusted(entry, roots))
 
 
 def host_program(name: str, untrusted: Iterable[Path | str] | None = None) -> str | None:
-    """The absolute path of `name` on host_path(untrusted); None when it is only found in an untrusted place."""
+    """The absolute path of `name` on host_path(untrusted); None when it is only found in an untrusted place.
+    A name with a directory part (`CC=tools/cc`) is taken as given only when it is absolute and outside the
+    untrusted places: a relative one names a file under the current directory, the workspace."""
+    if os.path.dirname(name):
+        return which(name) if _trusted(name, _roots(untrusted)) else None
     return which(name, path=host_path(untrusted)) or None
 
 

@@ -43,7 +43,7 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
     from gtd.host_programs import host_environment, host_program
 
     named = os.environ.get("CC")
-    compiler = (named if named and os.path.isabs(named) else host_program(named, None) if named else None) or \
+    compiler = (host_program(named) if named else None) or \
         next(filter(None, (host_program(cc) for cc in ("cc", "gcc", "clang"))), None)
     if compiler is None or failed.exists():
         return None
