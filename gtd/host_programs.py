@@ -13,6 +13,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from gtd.sandbox.containment import inside
 from gtd.which import which
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -42,7 +43,7 @@ def _trusted(entry: str, roots: tuple[str, ...]) -> bool:
     if not os.path.isabs(entry):
         return False
     real = os.path.realpath(entry)
-    return not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+    return not any(inside(real, root) for root in roots)
 
 
 @lru_cache(maxsize=32)

@@ -257,9 +257,7 @@ class SandboxSession:
         workspace = os.path.realpath(self.policy.workspace)
         roots = [*self.policy.writable, paths.user_state_dir(), agent_dir("any").parent]
         resolved = (os.path.realpath(r) for r in roots)
-        return tuple(r for r in dict.fromkeys(resolved)
-                     if r != workspace and not workspace.startswith(r.rstrip(os.sep) + os.sep)
-                     and not r.startswith(workspace.rstrip(os.sep) + os.sep))
+        return tuple(r for r in dict.fromkeys(resolved) if not inside(workspace, r) and not inside(r, workspace))
 
     def __enter__(self) -> "SandboxSession":
         return self.start()
