@@ -148,8 +148,7 @@ def trust(
       gtd trust
     """
     from gtd.config.files import config_from_text, decode_config_bytes
-    from gtd.digest import sha256
-    from gtd.escalation.trust import TrustStore, loosening_entries
+    from gtd.escalation.trust import TrustStore, content_digest, loosening_entries
     from gtd.paths import PROJECT_CONFIG_NAME
 
     from gtd import workspace_files
@@ -184,7 +183,7 @@ def trust(
         return
     for entry in loosening:
         stderr.print(f"  trusting: {markup(entry)}")
-    digest = store.trust(path, sha256(data).hexdigest())
+    digest = store.trust(path, content_digest(data))
     stderr.print(f"trusted {markup(str(path))} (sha256 {digest[:12]}…); any change needs `gtd trust` again")
 
 

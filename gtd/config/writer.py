@@ -25,12 +25,13 @@ from gtd.paths import locks_dir
 LOCK_TIMEOUT_SECONDS = 30
 
 
-def config_lock(path: Path) -> FileLock:
-    """One lock per config file, kept in gtd's state (never next to the file in the repo)."""
+def config_lock(path: Path, *, purpose: str = "", timeout: float = LOCK_TIMEOUT_SECONDS) -> FileLock:
+    """One lock per config file (and `purpose`: a longer operation around the write has a lock of its
+    own), kept in gtd's state (never next to the file in the repo)."""
     directory = locks_dir()
     directory.mkdir(parents=True, exist_ok=True)
     digest = sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return FileLock(str(directory / f"{digest}.lock"), timeout=LOCK_TIMEOUT_SECONDS)
+    return FileLock(str(directory / f"{purpose}{digest}.lock"), timeout=timeout)
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -8,7 +8,6 @@ Every request and decision goes to the audit log with who decided.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 import sys
 import threading
@@ -105,12 +104,10 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
 
 
 def _approval_lock(path: Path) -> FileLock:
-    from filelock import FileLock
+    """Held across a project approval's edit, trust update and commit (the write takes config_lock inside)."""
+    from gtd.config.writer import config_lock
 
-    directory = locks_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return FileLock(str(directory / f"approve-{digest}.lock"), timeout=60)
+    return config_lock(path, purpose="approve-", timeout=60)
 
 
 def _commit(repo_root: Path, request: EscalationRequest, mutate) -> tuple[str | None, str | None]:

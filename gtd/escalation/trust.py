@@ -12,7 +12,6 @@ The pins live in the user's state directory, which the sandbox cannot write.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,14 @@ def file_digest(path: Path) -> str:
     data = workspace_files.read_bytes(path.parent, path.name)
     if data is None:
         raise FileNotFoundError(f"{path} does not exist")
-    return hashlib.sha256(data).hexdigest()
+    return content_digest(data)
+
+
+def content_digest(data: bytes) -> str:
+    """What the trust store pins: sha256 of the file's bytes, in hex."""
+    from gtd.digest import sha256
+
+    return sha256(data).hexdigest()
 
 
 def entry(key: str, value: Any) -> str:
