@@ -323,6 +323,7 @@ class CacheLayer:
         self.mode: str = "none"  # "overlay" | "per-project" | "none"
         self.detail = ""
         self._holder: subprocess.Popen | None = None  # the holder, once its overlays are mounted
+        self._nsenter: str | None = None  # found with unshare when the holder starts; each command enters by it
         self._starting: subprocess.Popen | None = None  # the holder, still mounting
         self._fstab: str | None = None
         self._lock_fd: int | None = None  # flock on the project's layers while this session uses them
@@ -394,9 +395,7 @@ class CacheLayer:
         self._ready()
         if self._holder is None or not argv or os.path.basename(argv[0]) != "bwrap":
             return argv
-        from gtd.host_programs import host_program
-
-        prefix = [host_program("nsenter", self.untrusted) or "/usr/bin/nsenter", "-t", str(self._holder.pid), "--mount"]
+        prefix = [self._nsenter, "-t", str(self._holder.pid), "--mount"]
         if os.geteuid() != 0:
             # The holder's user namespace maps only our uid (as 0); bwrap maps it back to who we are.
             prefix += ["--user", "--preserve-credentials"]
@@ -426,8 +425,8 @@ class CacheLayer:
     def _start_overlay(self) -> None:
         from gtd.host_programs import host_environment, host_program
 
-        unshare = host_program("unshare", self.untrusted)
-        if unshare is None or host_program("nsenter", self.untrusted) is None:
+        unshare, self._nsenter = host_program("unshare", self.untrusted), host_program("nsenter", self.untrusted)
+        if unshare is None or self._nsenter is None:
             raise OSError("util-linux unshare/nsenter not found")
         base = self._layer_base()
         lines, mounted = [], []
