@@ -138,10 +138,11 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
     found: list[Path] = []
     links: dict[str, int] = {}
     named: set[str] = set()
-    roots = {os.fspath(workspace)}  # repository roots: their protected names are the registry's (placeholders.py)
+    # The roots of the repositories present at the start: their protected names are the placeholder
+    # registry's (placeholders.py), which knows no repository planted since.
+    roots = {os.fspath(workspace), *map(os.path.dirname, state.dot_git)}
     for dirpath, kind in work_tree_dirs(workspace, links, named, state.names) if walk_tree else ():
         if kind == DOT_GIT:
-            roots.add(dirpath)
             p = os.path.join(dirpath, ".git")
             if p not in state.dot_git:
                 found.append(Path(p))

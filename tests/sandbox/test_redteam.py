@@ -295,6 +295,19 @@ def test_agent_config_created_in_a_subdirectory_is_quarantined(sandbox, repo):
     assert sum("agent CLI's config" in v.detail for v in s.violations) == 4, s.violations
 
 
+def test_agent_config_beside_a_repository_planted_in_the_session_is_quarantined(sandbox, repo):
+    # Every directory holding a `.git` at close counted as a repository root, whose names are the placeholder
+    # registry's; but the registry only knows the roots present at the start: a planted `sub/.git` (any junk
+    # file) let `sub/.claude` stay once `sub/.git` itself was quarantined.
+    s = sandbox(Level.READWRITE)
+    r = sh(s, "mkdir -p sub/.claude && echo junk > sub/.git && echo '{\"hooks\": {}}' > sub/.claude/settings.json"
+              " && echo planted", repo)
+    assert "planted" in r.out, r.err
+    s.close()
+    assert not os.path.lexists(repo / "sub/.git") and not os.path.lexists(repo / "sub/.claude")
+    assert sum("agent CLI's config" in v.detail for v in s.violations) == 1, s.violations
+
+
 def test_agent_config_gtd_makes_at_the_root_during_a_session_stays(sandbox, repo):
     # opencode's provider makes an empty `.opencode` at the repository's root on the host once the session
     # has started (opencode cannot read past a placeholder): a root's names are the placeholder registry's,
