@@ -240,10 +240,13 @@ def _let_owner_move(path: Path) -> None:
 
 # -- a session that never closed (gtd killed: SIGKILL, a crash, power loss) ------------------------------
 # Its baseline is written when it starts and removed when it closes; the next session of the project finds
-# a left-over one whose process is gone and quarantines what is new against it, before its own baseline
-# would take the agent's repository for the person's.
+# a left-over one whose owner is gone and quarantines what is new against it, before its own baseline
+# would take the agent's repository for the person's. The owner holds an exclusive flock on its journal
+# for its lifetime: the kernel drops it with the process, whatever killed it, where a pid (reused after a
+# reboot) would keep a left-over journal "alive" forever.
 
 _JOURNALED = ("dot_git", "gitdirs", "present", "bare", "unreadable", "named")
+_OPEN = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _journal_dir(workspace: Path) -> Path:
@@ -252,8 +255,22 @@ def _journal_dir(workspace: Path) -> Path:
     return paths.project_state_dir(workspace) / "baselines"
 
 
-def remember(state: GitState, workspace: Path) -> Path:
-    """Write `state` for a later session to settle should this one never close; returns the file."""
+@record
+class Journal:
+    """A session's baseline on disk, locked (flock) by the session until `close`."""
+
+    path: Path
+    fd: int
+
+    def close(self) -> None:
+        """The session closed: its baseline is no longer needed."""
+        self.path.unlink(missing_ok=True)
+        os.close(self.fd)
+
+
+def remember(state: GitState, workspace: Path) -> Journal:
+    """Write `state` for a later session to settle should this one never close, locked while it runs."""
+    import fcntl
     import json
 
     directory = _journal_dir(workspace)
@@ -261,29 +278,28 @@ def remember(state: GitState, workspace: Path) -> Path:
     path = directory / f"{os.getpid()}-{id(state):x}.json"
     data = {"pid": os.getpid(), "names": sorted(state.names), **{k: sorted(getattr(state, k)) for k in _JOURNALED}}
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-    return path
+    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY | _OPEN, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # before it is named *.json: no session ever sees it unlocked
+        os.write(fd, json.dumps(data).encode())
+        os.replace(tmp, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Journal(path, fd)
 
 
 def settle(state: GitState, workspace: Path, into: Path) -> list[tuple[Path, str]]:
     """Quarantine what sessions that never closed left behind (each judged against its own baseline),
     and drop it from `state`, the baseline just taken, which saw it as present."""
-    import json
-
     done: list[tuple[Path, str]] = []
     try:
         journals = sorted(_journal_dir(workspace).glob("*.json"))
     except OSError:
         return done
     for journal in journals:
-        try:
-            data = json.loads(journal.read_text())
-            if _alive(int(data["pid"])):
-                continue  # still running: its own close settles it
-            old = GitState(names=frozenset(data["names"]), **{k: set(data[k]) for k in _JOURNALED})
-        except (OSError, ValueError, KeyError, TypeError):
-            journal.unlink(missing_ok=True)
+        old = _left_over(journal)
+        if old is None:
             continue
         found = planted(old, workspace)
         done += quarantine(list(found), workspace, into, what=found)
@@ -295,11 +311,27 @@ def settle(state: GitState, workspace: Path, into: Path) -> list[tuple[Path, str
     return done
 
 
-def _alive(pid: int) -> bool:
+def _left_over(journal: Path) -> GitState | None:
+    """The baseline in `journal` if its session is gone (nothing holds its lock), else None. One that
+    cannot be read is removed."""
+    import fcntl
+    import json
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        fd = os.open(journal, os.O_RDONLY | _OPEN)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # its session is running: its own close settles it
+        try:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = json.loads(f.read())
+            return GitState(names=frozenset(data["names"]), **{k: set(data[k]) for k in _JOURNALED})
+        except (OSError, ValueError, KeyError, TypeError):
+            journal.unlink(missing_ok=True)
+            return None
+    finally:
+        os.close(fd)

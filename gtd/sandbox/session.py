@@ -114,7 +114,7 @@ class SandboxSession:
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
-        self._journal: Path | None = None  # this session's baseline on disk (gitguard.remember) until it closes
+        self._journal = None  # this session's baseline on disk, locked (gitguard.remember) until it closes
         self.token = _token()
         self.proxy_port = PROXY_PORT
 
@@ -244,7 +244,7 @@ class SandboxSession:
         for path, what in quarantine(list(found), self.policy.workspace, into, what=found):
             self.record_violation(Violation.now("write", str(path), self.policy.level, what))
         if self._journal is not None:
-            self._journal.unlink(missing_ok=True)
+            self._journal.close()
             self._journal = None
 
     def _writable_outside(self) -> tuple[str, ...]:

@@ -778,6 +778,29 @@ def test_what_a_killed_session_planted_is_quarantined_by_the_next_one(repo, tmp_
     assert list((repo.parent / "home").glob("**/baselines/*.json")) == []  # both sessions' baselines are gone
 
 
+def test_a_left_over_baseline_whose_pid_is_alive_again_is_still_settled(repo, tmp_path):
+    # A killed session's baseline was taken for a running one while its pid was alive: after a reboot the pid
+    # names another process, so the journal was skipped forever and its plants became the next baseline.
+    # Only a journal its session still holds (an flock, dropped with the process) is left alone.
+    import json
+
+    from gtd.sandbox.gitguard import _JOURNALED, GitState, _journal_dir, remember, settle
+
+    baseline = GitState(dot_git={str(repo / ".git")})
+    running = remember(baseline, repo)
+    left_over = _journal_dir(repo) / "left-over.json"  # the pid of a live process, nothing holding it
+    left_over.write_text(json.dumps({"pid": os.getpid(), "names": [],
+                                     **{k: sorted(getattr(baseline, k)) for k in _JOURNALED}}))
+    git("init", "-q", "sub", cwd=repo)
+    try:
+        settled = settle(GitState(), repo, tmp_path / "quarantine")
+        assert [p for p, _ in settled] == [repo / "sub/.git"] and not os.path.lexists(repo / "sub/.git"), settled
+        assert not left_over.exists() and running.path.exists()  # the running session's is its own to remove
+    finally:
+        running.close()
+    assert list(_journal_dir(repo).iterdir()) == []
+
+
 def test_dot_git_cannot_be_replaced_by_a_gitdir_file(sandbox, repo):
     # (`rm -rf .git` does empty the objects and refs at readwrite: destructive, but not an escape.)
     s = sandbox(Level.READWRITE)
