@@ -14,7 +14,8 @@ a *new* repository anywhere in the work tree, which git on the host honours afte
   named anything): git run inside it (the user's shell prompt, `git log` and its `core.pager`)
   takes it for the repository and runs its config; gtd's `git add -A` would commit it for every clone.
 - a directory that cannot be listed (`chmod 0111`): nothing below it can be checked, so it goes
-  as a whole (the user, or a `chmod -R`, would otherwise reveal what it hides to host git).
+  as a whole (the user, or a `chmod -R`, would otherwise reveal what it hides to host git). The work
+  tree's root cannot go: its owner's rwx is given back and it is walked (and reported).
 - a new symlink in the work tree into a place outside it that the agent can write and the host keeps
   (a package cache's copy-on-write layer in gtd's state dir, an agent CLI's state dir): `cd docs` then
   lands in a repository (or `.envrc`, `.vscode`, ...) the agent made there, out of every check above.
@@ -138,6 +139,10 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
     found: list[Path] = []
     links: dict[str, int] = {}
     named: set[str] = set()
+    what: dict[Path, str] = {}
+    if walk_tree and os.path.isdir(workspace) and not os.access(workspace, os.R_OK | os.X_OK):  # `chmod 0311 .`
+        _give_owner_rwx(Path(workspace))
+        what[Path(workspace)] = ROOT_LOCKED
     # The roots of the repositories present at the start: their protected names are the placeholder
     # registry's (placeholders.py), which knows no repository planted since.
     roots = {os.fspath(workspace), *map(os.path.dirname, state.dot_git)}
@@ -150,7 +155,7 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
             found.append(Path(dirpath))
         elif kind == UNREADABLE and dirpath not in state.unreadable:
             found.append(Path(dirpath))
-    what = {p: "planted git metadata" for p in found}
+    what.update((p, "planted git metadata") for p in found)
     for link, inode in links.items():
         if state.links.get(link) != inode and _resolves_into(link, outside_writable):
             what[Path(link)] = LINK_OUT
@@ -190,13 +195,15 @@ def _new_gitdirs(base: Path, known: set[str]) -> list[Path]:
 
 LINK_OUT = "a symlink into a place outside the workspace the agent can write"
 AGENT_CONFIG = "an agent CLI's config, which the person's own CLI run in that directory would trust"
+ROOT_LOCKED = "the work tree's root could not be listed; its owner's rwx given back to check what is below it"
 
 
 def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Path, str] | None = None) -> list[tuple[Path, str]]:
     """Move each path under `into/<UTC time>/` (keeping its path relative to the workspace).
 
     Returns (path, what happened) pairs, each told as `what` names it (default: planted git metadata).
-    If a move fails the path is removed: leaving it would let host git run it.
+    If a move fails the path is removed: leaving it would let host git run it. The workspace itself (its
+    root locked, ROOT_LOCKED) is only reported.
     """
     from datetime import datetime, timezone  # here: only a planted entry is quarantined
 
@@ -206,6 +213,9 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
         label = (what or {}).get(p, "planted git metadata")
         if not os.path.lexists(p):
             continue  # inside something already moved
+        if p == workspace:
+            done.append((p, label))
+            continue
         try:
             rel = p.relative_to(workspace)
         except ValueError:
@@ -214,7 +224,7 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
         import shutil  # here: only a planted .git needs it
 
         try:
-            _let_owner_move(p)
+            _give_owner_rwx(p)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(p), str(dest))
             done.append((p, f"{label}; quarantined in {dest}"))
@@ -230,9 +240,10 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
     return done
 
 
-def _let_owner_move(path: Path) -> None:
+def _give_owner_rwx(path: Path) -> None:
     """Give back the owner's rwx on a directory the agent locked (`chmod 0111`): moving a directory to
-    another parent rewrites its `..` entry, which needs write permission on the directory itself."""
+    another parent rewrites its `..` entry, which needs write permission on the directory itself, and
+    the work tree's root must be listed to be checked."""
     st = os.lstat(path)
     if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
         os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 
 import pytest
 
@@ -232,6 +233,26 @@ def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path, m
     assert "planted" in r.stdout, r.stderr
     assert "quarantine" in r.stderr and f"{repo}/sub " in r.stderr, r.stderr
     assert not os.path.lexists(repo / "sub")
+    assert _host_git_runs(repo, marker) == []
+
+
+def test_an_unlistable_work_tree_root_cannot_hide_a_planted_repository(repo, tmp_path):
+    # The agent chmods its bind-mounted root to 0311 (entering by name still works): the walk for planted
+    # metadata listed nothing and reported nothing, leaving `sub/.git` for host git once the person (or a
+    # `chmod u+r .`) makes the root listable again. gtd runs as the repository's owner without root's DAC override.
+    import subprocess
+    import sys
+
+    marker = tmp_path / "PWNED"
+    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    plant = f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && chmod 0311 . && echo planted"
+    r = subprocess.run([*prefix, sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert "planted" in r.stdout, r.stderr
+    assert f"{repo}/sub/.git (" in r.stderr and "quarantine" in r.stderr, r.stderr
+    assert f"{repo} (" in r.stderr and "could not be listed" in r.stderr, r.stderr
+    assert stat.S_IMODE(os.stat(repo).st_mode) == 0o711  # the owner's rwx given back, nothing else
+    assert not os.path.lexists(repo / "sub/.git") and (repo / "README.md").exists()
     assert _host_git_runs(repo, marker) == []
 
 
