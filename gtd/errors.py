@@ -6,9 +6,9 @@ from gtd.exitcodes import ExitCode
 class GtdError(Exception):
     """Base error: carries the exit code the CLI should use."""
 
-    exit_code: ExitCode = ExitCode.FAILURE
+    exit_code: ExitCode | int = ExitCode.FAILURE
 
-    def __init__(self, message: str, *, exit_code: ExitCode | None = None):
+    def __init__(self, message: str, *, exit_code: ExitCode | int | None = None):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
@@ -44,3 +44,14 @@ class Interrupted(GtdError):
     """Ctrl-C: the agent and its processes were stopped and nothing was committed."""
 
     exit_code = ExitCode.INTERRUPTED
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`kill`, the terminal closed, a cancelled CI job). A KeyboardInterrupt, so that
+    every clean-up written for Ctrl-C runs for it too (the agent tree stopped, the sandbox's plants
+    quarantined, the phase's changes remembered as the agent's); gtd then exits 128 + the signal's
+    number, as a process the signal ended would, where Ctrl-C exits 130."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.exit_code = 128 + signum

@@ -151,6 +151,6 @@ def main() -> None:
     except GtdError as exc:
         stderr.print(f"[red]gtd: error:[/red] {markup(str(exc))}", highlight=False)
         sys.exit(int(exc.exit_code))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
         stderr.print("\n[yellow]interrupted[/yellow]")
-        sys.exit(int(ExitCode.INTERRUPTED))
+        sys.exit(int(getattr(exc, "exit_code", ExitCode.INTERRUPTED)))

@@ -200,26 +200,41 @@ def _run_fast(command: Callable[[], None]) -> int:
     except GtdError as exc:
         write_styled([("gtd: error:", "red"), (f" {exc}\n", None)], stream=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
         write_styled([("\n", None), ("interrupted", "yellow"), ("\n", None)], stream=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
     return int(ExitCode.OK)
 
 
 def _clean_up_on_termination() -> None:
     """SIGTERM and SIGHUP (`kill`, the terminal closed, a cancelled CI job) end gtd the way Ctrl-C does,
-    through its clean-up: an open sandbox session stops what runs in it and quarantines what the agent
-    planted. Python's default, dying at once, left a planted repository behind for the next session to
-    take as the person's own, whose config then ran under gtd's own git. (A SIGHUP ignored by `nohup`
-    stays ignored.)"""
+    through its clean-up: they raise Terminated, a KeyboardInterrupt, so an open sandbox session stops
+    what runs in it and quarantines what the agent planted, and a workflow phase records `interrupted`
+    and leaves the agent's changes remembered as the agent's. Python's default, dying at once, left a
+    planted repository behind for the next session to take as the person's own, whose config then ran
+    under gtd's own git. (A SIGHUP ignored by `nohup` stays ignored.)
+
+    Only the first signal raises: `kill` twice, or a closed terminal's SIGHUP followed by a SIGTERM,
+    would otherwise raise again inside the clean-up (an __exit__, a finally) and cut the quarantine
+    short. Later ones are caught and dropped rather than set to SIG_IGN, which the programs the
+    clean-up starts (git, kill) would inherit."""
     import signal
 
-    def stop(signum, _frame):
-        raise SystemExit(128 + signum)
+    from gtd.errors import Terminated
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, stop)
+    watched = [sig for sig in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) == signal.SIG_DFL]
+
+    def stop(signum, _frame):
+        for sig in watched:
+            signal.signal(sig, _cleaning_up)
+        raise Terminated(signum)
+
+    for sig in watched:
+        signal.signal(sig, stop)
+
+
+def _cleaning_up(_signum, _frame) -> None:
+    """A termination signal that arrives while gtd cleans up after the first: it is already stopping."""
 
 
 def main() -> None:

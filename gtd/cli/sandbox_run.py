@@ -253,8 +253,8 @@ def fast_main(argv: list[str]) -> int | None:
     except GtdError as exc:
         write(f"gtd: error: {exc}\n", stream=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
         from gtd.exitcodes import ExitCode
 
         write("\ninterrupted\n", stream=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))

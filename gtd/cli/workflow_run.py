@@ -40,12 +40,13 @@ def workflow(options: RunOptions) -> Iterator:
             stdout.print_json(json.dumps({"status": "unsafe_untracked_files", "files": [e.to_json() for e in exc.entries],
                                           "hint": "add them to .gitignore or `git add` them yourself, then run gtd again"}))
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
+        code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
         ctx.audit.record("interrupted")
         leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
-        ctx.progress.finish("interrupted", ExitCode.INTERRUPTED)
+        ctx.progress.finish("interrupted", code)
         raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
-                          "(any partial changes are left uncommitted in the work tree)") from None
+                          "(any partial changes are left uncommitted in the work tree)", exit_code=code) from None
     except GtdError as exc:
         if exc.exit_code != ExitCode.USAGE:
             leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])

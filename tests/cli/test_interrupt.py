@@ -32,7 +32,9 @@ def agent_processes(marker: str) -> list[str]:
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
 
 
-def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
+def planned_with_a_slow_build(repo) -> str:
+    """`gtd plan` done with the scripted provider, whose build writes half.txt and then sleeps (in the
+    background too); the agent's processes are found by the returned marker."""
     marker = f"sleep {400 + os.getpid() % 10000}.25"  # this run's own: another run's agent may be sleeping too
     script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
               "build": [{"actions": [{"write": {"path": "half.txt", "content": "partial"}},
@@ -41,26 +43,70 @@ def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(repo.parent / "script.json")}))
     (repo / "TODO.md").write_text("# Slow\n")
     subprocess.run([sys.executable, "-m", "gtd", "plan"], cwd=repo, check=True, capture_output=True)
+    return marker
+
+
+def wait_for_agent(marker: str, running: bool, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while bool(agent_processes(marker)) != running and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def assert_stopped_and_nothing_committed(repo, marker: str, before: str) -> None:
+    wait_for_agent(marker, running=False, seconds=10)
+    assert agent_processes(marker) == []  # the whole process group is gone, background child included
+    assert git(repo, "log", "--format=%s") == before  # nothing committed
+    assert (repo / "half.txt").exists()  # partial work left for the person to keep or discard
+
+
+def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
+    marker = planned_with_a_slow_build(repo)
     before = git(repo, "log", "--format=%s")
 
     child = spawn_in_terminal(sys.executable, ["-m", "gtd", "build"], cwd=str(repo), encoding="utf-8", timeout=60)
     child.expect(marker.split(".")[0])  # the tool call is shown as it happens
-    deadline = time.monotonic() + 20
-    while not agent_processes(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_agent(marker, running=True, seconds=20)
     assert agent_processes(marker), "the agent's shell command should be running"
     child.sendintr()
     child.expect("interrupted")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
+    assert_stopped_and_nothing_committed(repo, marker, before)
 
-    deadline = time.monotonic() + 10
-    while agent_processes(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert agent_processes(marker) == []  # the whole process group is gone, background child included
-    assert git(repo, "log", "--format=%s") == before  # nothing committed
-    assert (repo / "half.txt").exists()  # partial work left for the person to keep or discard
+
+@pytest.mark.parametrize("signames", [["SIGTERM"], ["SIGHUP", "SIGTERM"]])
+def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames):
+    """`kill`, a closed terminal, a cancelled CI job: the phase ends through Ctrl-C's clean-up, exit
+    128 + the signal: the agent tree stopped, nothing committed, `interrupted` in the audit log, and the
+    agent's half-done changes remembered as the agent's (not taken for the person's edits next run).
+    A second signal during that clean-up (a closed terminal's SIGHUP, then `kill`) does not cut it short."""
+    import signal
+
+    from gtd.audit import AuditLog
+    from gtd.paths import project_state_dir
+    from gtd.workflow import leftovers
+
+    marker = planned_with_a_slow_build(repo)
+    before = git(repo, "log", "--format=%s")
+    proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "build"], cwd=repo, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_agent(marker, running=True, seconds=30)
+        assert agent_processes(marker), "the agent's shell command should be running"
+        for signame in signames:  # back to back: the second arrives before or during the clean-up
+            proc.send_signal(getattr(signal, signame))
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 128 + getattr(signal, signames[0]), err
+    assert "interrupted" in err
+    assert_stopped_and_nothing_committed(repo, marker, before)
+    assert [entry["event"] for entry in AuditLog(repo).read()][-1:] == ["interrupted"]
+    left = json.loads((project_state_dir(repo) / leftovers.MARKER).read_text())
+    assert (left["phase"], left["reason"]) == ("build", "interrupted")
+    assert leftovers.untouched(repo, forget_stale=False)  # the next run carries on with the agent's work
 
 
 def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(repo):
