@@ -13,7 +13,6 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from gtd.sandbox.containment import inside
 from gtd.which import which
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -42,8 +41,8 @@ def _trusted(entry: str, roots: tuple[str, ...]) -> bool:
     """An absolute path that is not, once resolved, in or under one of `roots`."""
     if not os.path.isabs(entry):
         return False
-    real = os.path.realpath(entry)
-    return not any(inside(real, root) for root in roots)
+    real = os.path.realpath(entry)  # (containment.inside's test, without importing gtd.sandbox on `gtd status`)
+    return not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
 @lru_cache(maxsize=32)
