@@ -109,6 +109,12 @@ def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames):
     assert leftovers.untouched(repo, forget_stale=False)  # the next run carries on with the agent's work
 
 
+def _sandbox_run_in_terminal(repo, *command: str):
+    """`gtd sandbox run --level readwrite -- COMMAND` in a terminal of its own (pexpect)."""
+    return spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--", *command],
+                             cwd=str(repo), encoding="utf-8", timeout=30)
+
+
 def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(repo):
     """bwrap's new session keeps the terminal's SIGINT from the command: gtd passes it on, so a dev server
     shuts down cleanly with its own status, instead of being SIGKILLed (exit 137, no clean-up)."""
@@ -116,8 +122,7 @@ def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(re
         pytest.skip("needs node")
     server = ("process.on('SIGINT', () => { console.log('cleaned up'); process.exit(3) });"
               "require('http').createServer().listen(0, () => console.log('listening'))")
-    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                                               "node", "-e", server], cwd=str(repo), encoding="utf-8", timeout=30)
+    child = _sandbox_run_in_terminal(repo, "node", "-e", server)
     child.expect("listening")
     child.sendintr()
     child.expect("cleaned up")
@@ -128,9 +133,7 @@ def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(re
     # `exec sleep`: a SIGINT to the group while dash is vfork()ing `sleep` (signals blocked, just after its
     # echo) reaches dash but not the new child, and dash then waits for it, as with a terminal's own Ctrl-C
     # in that window; the test's Ctrl-C comes right after the echo, so it hit that window 1 run in 20.
-    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                                               "sh", "-c", "echo waiting; exec sleep 300"], cwd=str(repo),
-                              encoding="utf-8", timeout=30)
+    child = _sandbox_run_in_terminal(repo, "sh", "-c", "echo waiting; exec sleep 300")
     child.expect("waiting")
     child.sendintr()
     child.expect(pexpect.EOF)
@@ -139,9 +142,7 @@ def test_ctrl_c_under_gtd_sandbox_run_reaches_the_command_so_it_can_shut_down(re
 
 
 def test_ctrl_c_in_a_shell_under_gtd_sandbox_run_keeps_the_shell_and_three_quick_ones_kill(repo):
-    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                                               "bash", "--norc", "--noprofile", "-i"], cwd=str(repo),
-                              encoding="utf-8", timeout=30)
+    child = _sandbox_run_in_terminal(repo, "bash", "--norc", "--noprofile", "-i")
     child.sendline("PS1=READY-; echo sandbox-$GTD_SANDBOX")
     child.expect("sandbox-readwrite")
     child.sendintr()
@@ -153,9 +154,7 @@ def test_ctrl_c_in_a_shell_under_gtd_sandbox_run_keeps_the_shell_and_three_quick
     child.close()
     assert child.exitstatus == 5
 
-    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                                               "sh", "-c", "trap '' INT; echo deaf; sleep 300"], cwd=str(repo),
-                              encoding="utf-8", timeout=30)
+    child = _sandbox_run_in_terminal(repo, "sh", "-c", "trap '' INT; echo deaf; sleep 300")
     child.expect("deaf")
     for _ in range(3):
         child.sendintr()
