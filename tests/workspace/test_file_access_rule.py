@@ -30,7 +30,6 @@ ALLOWED = {
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/phase_agent.py", "_create_approved_path"):
         "checks a path resolve_write_target already resolved; creation is workspace_files.create_resolved",
-    ("escalation/escalator.py", "_approval_lock"): "lock files in gtd's state dir",
     ("escalation/pending.py", "_lock"): "lock file in gtd's per-project state dir",
     ("escalation/pending.py", "_read"): "the pending list in gtd's per-project state dir",
     ("escalation/trust.py", "_lock"): "lock file in gtd's state dir",
