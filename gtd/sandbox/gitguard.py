@@ -205,6 +205,8 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
     If a move fails the path is removed: leaving it would let host git run it. The workspace itself (its
     root locked, ROOT_LOCKED) is only reported.
     """
+    if not paths:
+        return []  # the usual case: nothing planted (and no datetime import, ~2 ms of every close)
     from datetime import datetime, timezone  # here: only a planted entry is quarantined
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
