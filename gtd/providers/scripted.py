@@ -7,6 +7,7 @@ which is what makes the offline demo and the workflow tests meaningful.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import forbidden_tools
 from gtd.providers.scripted_agent import TURNS_ENV, ScriptError, validate_script
+from gtd.sandbox.containment import inside
 
 DEMO_SCRIPT = "demo-script.json"
 
@@ -49,15 +51,16 @@ class ScriptedProvider(Provider):
         """Read and check the whole script on the host; a bad script is a usage error naming the place."""
         path = self.script_path if self.script_path.is_absolute() or base is None else base / self.script_path
         try:
-            if path is self.script_path:  # named by a config layer, maybe a project's: a regular file only, capped
-                text = _read_script_file(path)
-            else:  # a script inside the workspace: read like every workspace file (no symlinks, no FIFOs)
+            # named by a config layer, maybe a project's: read like a workspace file (no symlinks, no FIFOs)
+            if path is self.script_path:
+                text = _read_script_file(path, base)
+            else:
                 text = workspace_files.read_text(base, self.script_path)
-                if text is None:
-                    raise FileNotFoundError(2, "No such file or directory")
+            if text is None:
+                raise FileNotFoundError(2, "No such file or directory")
             data = json.loads(text)
         except workspace_files.UnsafeWorkspacePath as exc:
-            raise ConfigError(self._config_file, "script", str(exc)) from exc
+            raise ConfigError(self._config_file, "script", f"cannot read {path}: {exc.reason}") from exc
         except OSError as exc:
             raise ConfigError(self._config_file, "script", f"cannot read {path}: {exc.strerror or exc}") from exc
         except json.JSONDecodeError as exc:
@@ -96,12 +99,16 @@ class ScriptedProvider(Provider):
         return AgentOutcome(False, reason, session_id)
 
 
-def _read_script_file(path: Path) -> str:
-    """A script named by an absolute or `~` path. The name may come from a project's config (package.json's
-    "gtd" section, which the agent can edit): a FIFO there would hang gtd, /dev/zero exhaust its memory."""
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory")
-    text = workspace_files.read_metadata_text(path)
-    if text is None:
-        raise OSError(f"not a regular file of at most {workspace_files.MAX_READ_BYTES} bytes")
-    return text
+def _read_script_file(path: Path, workspace: Path | None) -> str | None:
+    """A script named by an absolute or `~` path, None when missing. The name may come from a project's
+    config (package.json's "gtd" section, which the agent can edit) and the file may be in the workspace,
+    so it is read by workspace_files' rules: never through a symlink (one the agent put in place of the
+    person's script would have gtd read a file of its choosing), a regular file only (a FIFO would hang
+    gtd, /dev/zero exhaust its memory), capped. In the workspace no component is followed; outside it the
+    directories are the person's own layout and are resolved, the file itself is not followed."""
+    spelled = os.path.abspath(path)
+    workspaces = {os.path.abspath(workspace), os.path.realpath(workspace)} if workspace is not None else set()
+    if any(inside(spelled, ws) for ws in workspaces):
+        return workspace_files.read_text(workspace, spelled)
+    directory = os.path.realpath(os.path.dirname(spelled))
+    return workspace_files.read_text(Path(directory), os.path.basename(spelled))

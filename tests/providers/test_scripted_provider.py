@@ -130,6 +130,30 @@ def test_bad_script_file_is_a_usage_error_before_running(launcher, workdir, tmp_
     assert launcher.started == []
 
 
+def test_script_named_by_absolute_path_is_never_read_through_a_symlink(launcher, workdir, tmp_path, write_script):
+    # The `script` a config names may be a file the agent can replace: in the workspace, or a link it planted.
+    other = write_script({"build": [{"say": "the linked file was read"}]}, name="other.json")
+    (workdir / "s.json").symlink_to(other)
+    (workdir / "linked").symlink_to(tmp_path)
+    outside = tmp_path / "outside-link.json"
+    outside.symlink_to(other)
+    for named, shown in [(workdir / "s.json", "is a symlink"), (workdir / "linked" / "other.json", "is a symlink"),
+                         (outside, "is a symlink")]:
+        with pytest.raises(ConfigError, match=f"cannot read {named}: {shown}; gtd never follows symlinks"):
+            run(named, workdir, launcher)
+    assert launcher.started == []
+
+
+def test_script_outside_the_workspace_may_sit_under_a_symlinked_directory(launcher, tmp_path, write_script):
+    # Outside the workspace the directories are the person's own (a /home -> /var/home layout); only the file
+    # itself is read without following.
+    write_script({"build": [{"say": "read through the person's directory link"}]})
+    (tmp_path / "mine").symlink_to(tmp_path)
+    workdir = tmp_path / "ws"
+    workdir.mkdir()
+    assert run(tmp_path / "mine" / "script.json", workdir, launcher).text() == "read through the person's directory link"
+
+
 def test_relative_script_path_is_resolved_against_the_repo(launcher, workdir):
     (workdir / "s.json").write_text(json.dumps({"build": [{"say": "relative ok"}]}))
     assert run("s.json", workdir, launcher).text() == "relative ok"

@@ -135,7 +135,7 @@ def test_script_named_by_a_project_config_is_a_regular_file_or_an_error(repo, tm
     result = run_gtd("plan", "--non-interactive", cwd=repo, timeout=60)
 
     assert result.returncode == 2, explain(result)
-    assert f"cannot read {target}: not a regular file" in result.stderr, explain(result)
+    assert f"cannot read {target}: is a FIFO; gtd only reads and writes regular files" in result.stderr, explain(result)
 
 
 def test_symlinked_project_config_is_refused_not_followed(repo, tmp_path):
