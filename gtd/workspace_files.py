@@ -82,6 +82,12 @@ def relative_parts(root: Path, path: str | os.PathLike) -> list[str]:
     return parts
 
 
+def _within(path: str, base: str) -> bool:
+    """path is base or below it (both absolute and normalised; gtd.sandbox.containment.inside, which
+    this module cannot import: `gtd status` runs it without loading gtd.sandbox)."""
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
 class _Missing(Exception):
     """A component does not exist (reads: the file is simply absent)."""
 
@@ -245,17 +251,26 @@ def exists(root: Path, path: str | os.PathLike) -> bool:
         return found is not None
 
 
-def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES) -> str | None:
+def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES,
+                       untrusted: str | os.PathLike | None = None) -> str | None:
     """Files gtd only parses, in or out of the workspace: git metadata for paths to protect (`.git`
     pointer files, `commondir`, git config and its includes) and the person's registry configs
     (`~/.npmrc`, pip.conf, ...). Symlinks are followed, as git and the package managers follow them:
     not following would hide from gtd what they will read; the content is never shown to anyone.
-    Still only regular files (a FIFO cannot hang gtd), capped. None when missing or refused."""
+    The path is resolved once and that place is read (a link swapped in meanwhile is refused, not
+    followed); with `untrusted` (the workspace), a file there, or reached through a link there, is None:
+    the agent wrote or linked it. Still only regular files (a FIFO cannot hang gtd), capped. None when
+    missing or refused."""
+    real, visited = resolve_visiting(path)
+    if untrusted is not None:
+        roots = {os.path.abspath(untrusted), os.path.realpath(untrusted)}
+        if any(_within(v, r) for v in visited for r in roots):
+            return None
     try:
-        st = os.stat(path)
+        st = os.stat(real, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode):
             return None
-        fd = os.open(path, _READ_FLAGS & ~os.O_NOFOLLOW)
+        fd = os.open(real, _READ_FLAGS)
     except OSError:
         return None
     try:
@@ -267,6 +282,39 @@ def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES) 
         return None
     finally:
         os.close(fd)
+
+
+_MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
+
+
+def resolve_visiting(path: str | os.PathLike) -> tuple[str, list[str]]:
+    """The path's real place (as os.path.realpath finds it) and every place resolving it went through:
+    each component as spelled and after each link, so a caller can tell whether a link on the way lies
+    where the agent writes (`~/cfg -> proj/.venv/pip.conf -> ...` ends elsewhere but passes the workspace)."""
+    text = os.fspath(path)
+    pending = (text if os.path.isabs(text) else os.path.join(os.getcwd(), text)).split(os.sep)[::-1]
+    current, visited, links = os.sep, [], 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, name)
+        visited.append(candidate)
+        try:
+            target = os.readlink(candidate)
+        except OSError:  # not a link, or not there: taken as spelled, as realpath does
+            current = candidate
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return candidate, visited  # a loop: opening it fails (ELOOP), nothing is read
+        if os.path.isabs(target):
+            current = os.sep
+        pending.extend(target.split(os.sep)[::-1])
+    return current, visited
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -365,13 +413,13 @@ def resolve_write_target(workspace: Path, raw: str | os.PathLike) -> Path:
     text = os.fspath(raw)
     ws = os.path.realpath(workspace)
     spellings = {os.path.abspath(workspace), ws}
-    claims_inside = not os.path.isabs(text) or any(text == s or text.startswith(s.rstrip(os.sep) + os.sep) for s in spellings)
+    claims_inside = not os.path.isabs(text) or any(_within(text, s) for s in spellings)
     spelled = os.path.normpath(text if os.path.isabs(text) else os.path.join(ws, text))
     for base in spellings:  # the same place, spelled through the person's (unresolved) workspace path
-        if spelled == base or spelled.startswith(base.rstrip(os.sep) + os.sep):
+        if _within(spelled, base):
             spelled = ws + spelled[len(base.rstrip(os.sep)):] if spelled != base else ws
             break
-    inside = spelled == ws or spelled.startswith(ws.rstrip(os.sep) + os.sep)
+    inside = _within(spelled, ws)
     if claims_inside and not inside:
         raise UnsafeWorkspacePath(text, "leaves the workspace through '..'; gtd only approves paths by their real place")
     real = os.path.realpath(spelled)

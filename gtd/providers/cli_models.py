@@ -82,16 +82,11 @@ class CliModelConfig:
 
 def _read_json(path: Path, workspace: Path | None) -> dict[str, Any] | None:
     """A user config file as an object: the person's own symlinks are followed (dotfile managers),
-    but a file that resolves into the workspace is not theirs to trust; regular files only, capped;
-    JSON with comments and trailing commas (JSONC) accepted. None for anything else."""
+    but a file in the workspace, or reached through a link there, is not theirs to trust; regular files
+    only, capped; JSON with comments and trailing commas (JSONC) accepted. None for anything else."""
     from gtd.workspace_files import read_metadata_text
 
-    if workspace is not None:
-        real = Path(os.path.realpath(path))
-        root = Path(os.path.realpath(workspace))
-        if real == root or root in real.parents:
-            return None
-    text = read_metadata_text(path, limit=MAX_CONFIG_BYTES)
+    text = read_metadata_text(path, limit=MAX_CONFIG_BYTES, untrusted=workspace)
     if text is None:
         return None
     try:

@@ -151,7 +151,9 @@ def _path(value: str | None, home: Path) -> Path | None:
 
 def _uses_sso(config: Path, profile: str) -> bool:
     """Whether `profile` in the AWS config file signs in through IAM Identity Center (sso_session or
-    sso_start_url): only then is the SSO token cache needed. Unreadable or garbage: no."""
+    sso_start_url): only then is the SSO token cache needed. Unreadable or garbage: no. Links are followed
+    (read_metadata_text): the file is the person's ~/.aws/config (protected inside) or the one their
+    AWS_CONFIG_FILE names, and at most it adds the same account's token cache to files Bedrock gets anyway."""
     import configparser
 
     from gtd.workspace_files import read_metadata_text

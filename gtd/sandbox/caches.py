@@ -126,33 +126,28 @@ def _configured_cache_dirs(home: Path, environ: Mapping[str, str],
     """Cache dirs set in the tools' own user config, with where each was set: pip.conf `cache-dir`, uv.toml
     `cache-dir`, ~/.npmrc `cache`, Go's env file (`go env -w GOMODCACHE/GOCACHE/GOPATH`), ~/.m2/settings.xml
     `<localRepository>` and ccache.conf `cache_dir`. A variable the tool reads overrides each of them.
-    A file that resolves into `workspace` is not read (an activated project venv's pip.conf, a relative
-    PIP_CONFIG_FILE): the agent writes it, and gtd creates a missing cache dir on the host and makes it a
-    writable layer inside, so it would choose where (as registries.user_registries, for hosts)."""
+    A file in `workspace`, or reached through a link there, is not read (an activated project venv's
+    pip.conf, a relative PIP_CONFIG_FILE): the agent writes it, and gtd creates a missing cache dir on the
+    host and makes it a writable layer inside, so it would choose where (as registries.user_registries)."""
     from gtd.sandbox import registries as reg
     from gtd.workspace_files import read_metadata_text
 
-    root = os.path.realpath(workspace) if workspace is not None else None
-
-    def theirs(path: Path) -> bool:
-        return root is None or not inside(Path(os.path.realpath(path)), Path(root))
-
     found: dict[str, tuple[Path, str]] = {}
-    for path in filter(theirs, reg.pip_config_files(home, environ)):  # later files win, as in pip
-        text = read_metadata_text(path)
+    for path in reg.pip_config_files(home, environ):  # later files win, as in pip
+        text = read_metadata_text(path, untrusted=workspace)
         match = re.search(r"^\s*cache[-_]dir\s*[=:]\s*(\S+)", text or "", re.MULTILINE)
         if match:
             found["pip"] = (_expand(match.group(1), home), f"{_short(path, home)} cache-dir")
     uv_path = reg._xdg_config(home, environ) / "uv" / "uv.toml"
-    uv_toml = (reg._toml(uv_path) if theirs(uv_path) else None) or {}
+    uv_toml = reg._toml(uv_path, workspace) or {}
     if isinstance(uv_toml.get("cache-dir"), str):
         found["uv"] = (_expand(uv_toml["cache-dir"], home), f"{_short(uv_path, home)} cache-dir")
     npmrc = reg.npmrc_path(home, environ)
-    for key, value in reg._npmrc_items(npmrc) if theirs(npmrc) else ():
+    for key, value in reg._npmrc_items(npmrc, workspace):
         if key == "cache" and value:
             found["npm"] = (_expand(value.replace("${HOME}", str(home)), home), "~/.npmrc cache")
     go_env_path = reg._go_env_path(home, environ)
-    go_env = reg._go_env_file(home, environ) if theirs(go_env_path) else {}
+    go_env = reg._go_env_file(home, environ, workspace)
     where = _short(go_env_path, home)
     if go_env.get("GOMODCACHE"):
         found["go-mod"] = (_expand(go_env["GOMODCACHE"], home), f"{where} GOMODCACHE")
@@ -160,12 +155,12 @@ def _configured_cache_dirs(home: Path, environ: Mapping[str, str],
         found["go-mod"] = (_expand(go_env["GOPATH"].split(os.pathsep)[0], home) / "pkg" / "mod", f"{where} GOPATH")
     if go_env.get("GOCACHE"):
         found["go-build"] = (_expand(go_env["GOCACHE"], home), f"{where} GOCACHE")
-    local_repository = reg.maven_local_repository(home) if theirs(home / ".m2" / "settings.xml") else None
+    local_repository = reg.maven_local_repository(home, workspace)
     if local_repository:
         found["maven"] = (_expand(local_repository.replace("${user.home}", str(home)), home),
                           "~/.m2/settings.xml localRepository")
     ccache_conf = _ccache_config(home, environ)
-    text = read_metadata_text(ccache_conf) if ccache_conf and theirs(ccache_conf) else None
+    text = read_metadata_text(ccache_conf, untrusted=workspace) if ccache_conf else None
     match = re.search(r"^\s*cache_dir\s*=\s*(\S+)", text or "", re.MULTILINE)
     if match:
         found["ccache"] = (_expand(match.group(1).replace("$HOME", str(home)), home), f"{_short(ccache_conf, home)} cache_dir")

@@ -185,7 +185,9 @@ _ENTRY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 def git_config_facts(config_file: Path) -> tuple[list[str], list[str]]:
     """(files git runs or trusts: core.hooksPath, core.excludesFile, core.attributesFile values;
     include paths) from one git config file, without spawning git. An excludes file the agent could
-    write would hide its files from gtd's commit."""
+    write would hide its files from gtd's commit. Read following links (read_metadata_text), as git does:
+    what is found here is only protected more (made read-only), and the files are in git dirs, which are
+    read-only inside, so a link the agent planted could only add protection, never remove any."""
     hooks, includes = [], []
     text = read_metadata_text(config_file)
     if text is None:
@@ -243,7 +245,9 @@ def linked_worktree_git_dirs(workspace: Path) -> list[tuple[Path, Path]]:
     """(resolved directory, the path git spells it as) for the gitdir and the common dir of a linked
     worktree at `workspace`. Only when the link holds both ways (the gitdir's own `gitdir` file names
     this worktree's `.git`) and the common dir is a git dir: a `.git` file alone may name any
-    directory, and what this returns is made visible inside the sandbox."""
+    directory, and what this returns is made visible inside the sandbox. A symlinked `.git` is refused;
+    the `gitdir` and `commondir` files read (links followed, as git follows them) are in the git dir
+    itself, outside the work tree or read-only inside, so the agent cannot redirect them."""
     dot_git = workspace / ".git"
     if dot_git.is_symlink() or not dot_git.is_file():
         return []

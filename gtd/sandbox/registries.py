@@ -20,7 +20,6 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from gtd.record import record
-from gtd.sandbox.containment import inside
 from gtd.workspace_files import read_metadata_text
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -112,18 +111,13 @@ def _short(path: Path, home: Path) -> str:
 
 def user_registries(home: Path, environ: Mapping[str, str] | None = None,
                     workspace: Path | None = None) -> list[Registry]:
-    """Every registry host the person's own settings name, with where each came from. A file that
-    resolves into `workspace` is not theirs to trust: the agent can write it (an activated project
-    venv's pip.conf, a relative PIP_CONFIG_FILE) and would open a host for the next run."""
+    """Every registry host the person's own settings name, with where each came from. A file in
+    `workspace`, or reached through a link there, is not theirs to trust: the agent can write it (an
+    activated project venv's pip.conf, a relative PIP_CONFIG_FILE) and would open a host for the next run."""
     environ = os.environ if environ is None else environ
     found: list[Registry] = []
-    root = os.path.realpath(workspace) if workspace is not None else None
 
-    def add(tool: str, origin: str, *values: str, source: Path | None = None) -> None:
-        if root is not None and source is not None:
-            real = os.path.realpath(source)
-            if inside(real, root):
-                return
+    def add(tool: str, origin: str, *values: str) -> None:
         for value in values:
             for url in _urls(value):
                 hp = _host_port(url)
@@ -133,7 +127,7 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None,
     for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"):
         add("pip", name, environ.get(name, ""))
     for path in pip_config_files(home, environ):
-        text = read_metadata_text(path)
+        text = read_metadata_text(path, untrusted=workspace)
         if text is None:
             continue
         import configparser  # here: most sandboxed commands never read a pip.conf
@@ -146,61 +140,60 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None,
         for section in parser.sections():
             for key in ("index-url", "extra-index-url", "find-links"):
                 if parser.has_option(section, key):
-                    add("pip", f"{_short(path, home)} [{section}] {key}", parser.get(section, key), source=path)
+                    add("pip", f"{_short(path, home)} [{section}] {key}", parser.get(section, key))
 
     for name in ("UV_DEFAULT_INDEX", "UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS"):
         add("uv", name, environ.get(name, ""))
     for path in [d / "uv" / "uv.toml" for d in _xdg_config_dirs(environ)] + [_xdg_config(home, environ) / "uv" / "uv.toml"]:
-        data = _toml(path)
+        data = _toml(path, workspace)
         if data is None:
             continue
         for key in ("index-url", "extra-index-url", "find-links"):
-            add("uv", f"{_short(path, home)} {key}", *_strings(data.get(key)), source=path)
+            add("uv", f"{_short(path, home)} {key}", *_strings(data.get(key)))
         for index in data.get("index") or []:
             if isinstance(index, dict):
-                add("uv", f"{_short(path, home)} [[index]]", *_strings(index.get("url")), source=path)
+                add("uv", f"{_short(path, home)} [[index]]", *_strings(index.get("url")))
 
     for name in ("npm_config_registry", "NPM_CONFIG_REGISTRY"):
         add("npm", name, environ.get(name, ""))
-    for key, value in _npmrc_items(npmrc_path(home, environ)):
+    for key, value in _npmrc_items(npmrc_path(home, environ), workspace):
         if key == "registry" or key.endswith(":registry"):
-            add("npm", f"{_short(npmrc_path(home, environ), home)} {key}", value, source=npmrc_path(home, environ))
+            add("npm", f"{_short(npmrc_path(home, environ), home)} {key}", value)
 
     for name in ("YARN_REGISTRY", "YARN_NPM_REGISTRY_SERVER"):
         add("yarn", name, environ.get(name, ""))
-    yarnrc = read_metadata_text(home / ".yarnrc")
+    yarnrc = read_metadata_text(home / ".yarnrc", untrusted=workspace)
     for match in re.finditer(r'^\s*"?registry"?\s+"?([^"\s]+)', yarnrc or "", re.MULTILINE):
-        add("yarn", "~/.yarnrc registry", match.group(1), source=home / ".yarnrc")
-    yarnrc_yml = read_metadata_text(home / ".yarnrc.yml")
+        add("yarn", "~/.yarnrc registry", match.group(1))
+    yarnrc_yml = read_metadata_text(home / ".yarnrc.yml", untrusted=workspace)
     for match in re.finditer(r'^\s*npmRegistryServer:\s*["\']?([^"\'\s]+)', yarnrc_yml or "", re.MULTILINE):
-        add("yarn", "~/.yarnrc.yml npmRegistryServer", match.group(1), source=home / ".yarnrc.yml")
+        add("yarn", "~/.yarnrc.yml npmRegistryServer", match.group(1))
 
     cargo_home = Path(environ.get("CARGO_HOME") or home / ".cargo")
     for name, value in sorted(environ.items()):
         if name.startswith("CARGO_REGISTRIES_") and name.endswith("_INDEX"):
             add("cargo", name, value)
     for path in (cargo_home / "config.toml", cargo_home / "config"):
-        data = _toml(path)
+        data = _toml(path, workspace)
         if data is None:
             continue
         for table in ("registries", "source"):
             for name, entry in (data.get(table) or {}).items():
                 if isinstance(entry, dict):
                     for key in ("index", "registry"):
-                        add("cargo", f"{_short(path, home)} [{table}.{name}] {key}", *_strings(entry.get(key)),
-                            source=path)
+                        add("cargo", f"{_short(path, home)} [{table}.{name}] {key}", *_strings(entry.get(key)))
         break  # cargo reads config.toml, else the legacy `config`
 
-    for url, origin in _maven_urls(home):
-        add("maven", origin, url, source=home.joinpath(*MAVEN_SETTINGS))
+    for url, origin in _maven_urls(home, workspace):
+        add("maven", origin, url)
 
-    go_env = _go_env_file(home, environ)
+    go_env = _go_env_file(home, environ, workspace)
     for name in ("GOPROXY", "GOSUMDB"):
         value = environ.get(name) or go_env.get(name, "")
         origin = name if environ.get(name) else f"{_short(_go_env_path(home, environ), home)} {name}"
         if name == "GOSUMDB" and value and "://" not in value and value != "off":
             value = "https://" + value.split()[-1].split("+")[0]  # "name+key [url]": the database host
-        add("go", origin, value, source=None if environ.get(name) else _go_env_path(home, environ))
+        add("go", origin, value)
     return found
 
 
@@ -208,8 +201,8 @@ MAVEN_SETTINGS = (".m2", "settings.xml")
 _MAVEN_SECRETS = ("password", "privateKey", "passphrase")
 
 
-def _maven_tree(home: Path):
-    text = read_metadata_text(home.joinpath(*MAVEN_SETTINGS))
+def _maven_tree(home: Path, workspace: Path | None = None):
+    text = read_metadata_text(home.joinpath(*MAVEN_SETTINGS), untrusted=workspace)
     if text is None or "<!DOCTYPE" in text or "<!ENTITY" in text:  # no entity expansion, ever
         return None
     import xml.etree.ElementTree as ET  # here: only where a settings.xml is there to parse
@@ -224,9 +217,9 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _maven_urls(home: Path) -> list[tuple[str, str]]:
+def _maven_urls(home: Path, workspace: Path | None) -> list[tuple[str, str]]:
     """(url, origin) of every mirror and repository in ~/.m2/settings.xml, with the id each has."""
-    tree = _maven_tree(home)
+    tree = _maven_tree(home, workspace)
     if tree is None:
         return []
     found = []
@@ -238,9 +231,9 @@ def _maven_urls(home: Path) -> list[tuple[str, str]]:
     return found
 
 
-def maven_local_repository(home: Path) -> str | None:
+def maven_local_repository(home: Path, workspace: Path | None = None) -> str | None:
     """~/.m2/settings.xml's <localRepository> (Maven's local repository moved elsewhere), as written."""
-    tree = _maven_tree(home)
+    tree = _maven_tree(home, workspace)
     if tree is None:
         return None
     for element in tree.getroot():
@@ -282,8 +275,8 @@ def sanitized_maven_settings(home: Path, credential_hosts: Iterable[str] = ()) -
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _toml(path: Path) -> dict | None:
-    text = read_metadata_text(path)
+def _toml(path: Path, workspace: Path | None = None) -> dict | None:
+    text = read_metadata_text(path, untrusted=workspace)
     if text is None:
         return None
     import tomllib  # here: most sandboxed commands never read a TOML settings file
@@ -306,9 +299,9 @@ def _go_env_path(home: Path, environ: Mapping[str, str]) -> Path:
     return Path(environ.get("GOENV") or _xdg_config(home, environ) / "go" / "env")
 
 
-def _go_env_file(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+def _go_env_file(home: Path, environ: Mapping[str, str], workspace: Path | None = None) -> dict[str, str]:
     out = {}
-    for line in (read_metadata_text(_go_env_path(home, environ)) or "").splitlines():
+    for line in (read_metadata_text(_go_env_path(home, environ), untrusted=workspace) or "").splitlines():
         key, sep, value = line.partition("=")
         if sep:
             out[key.strip()] = value.strip()
@@ -374,9 +367,9 @@ def _credential_var_host(name: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def _npmrc_items(path: Path) -> list[tuple[str, str]]:
+def _npmrc_items(path: Path, workspace: Path | None = None) -> list[tuple[str, str]]:
     items = []
-    for line in (read_metadata_text(path) or "").splitlines():
+    for line in (read_metadata_text(path, untrusted=workspace) or "").splitlines():
         stripped = line.strip()
         if not stripped or stripped[0] in "#;":
             continue

@@ -392,15 +392,23 @@ def test_programs_gtd_runs_on_the_host_never_come_from_the_workspace(sandbox, re
     assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []
 
 
-def test_cache_dir_named_by_a_file_in_the_workspace_is_not_honoured(sandbox, repo, home, tmp_path, monkeypatch):
+@pytest.mark.parametrize("planted", ["file", "link to a file outside"])
+def test_cache_dir_named_by_a_file_in_the_workspace_is_not_honoured(sandbox, repo, home, tmp_path, monkeypatch, planted):
     # An activated project venv's pip.conf is the agent's to write: its cache-dir made gtd create any
     # directory on the host (mkdir -p, e.g. where ~/.gitconfig should be a file) and mount it as a
     # writable layer in the next sandbox. Registry hosts from such a file were already left out.
+    # As a link to a file outside (one the agent left in a writable cache layer) it resolved outside the
+    # workspace and counted: the link in the workspace is the agent's too.
     from gtd.sandbox.caches import known_caches
 
     target = tmp_path / "chosen-by-the-agent" / "deep"
     (repo / ".venv").mkdir()
-    (repo / ".venv/pip.conf").write_text(f"[global]\ncache-dir = {target}\n")
+    if planted == "file":
+        (repo / ".venv/pip.conf").write_text(f"[global]\ncache-dir = {target}\n")
+    else:
+        (tmp_path / "cache-layer").mkdir()
+        (tmp_path / "cache-layer/pip.conf").write_text(f"[global]\ncache-dir = {target}\n")
+        (repo / ".venv/pip.conf").symlink_to(tmp_path / "cache-layer/pip.conf")
     monkeypatch.setenv("VIRTUAL_ENV", str(repo / ".venv"))
     monkeypatch.delenv("PIP_CACHE_DIR", raising=False)
     monkeypatch.delenv("PIP_CONFIG_FILE", raising=False)

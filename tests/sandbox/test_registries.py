@@ -58,7 +58,8 @@ def test_registry_hosts_are_allowed_at_network_only_and_a_deny_still_wins(tmp_pa
     assert not why_host(build_policy(denied, workspace=ws, level=Level.NETWORK, home=home), "npm.corp.test").allowed
 
 
-@pytest.mark.parametrize("where", ["venv", "relative PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG"])
+@pytest.mark.parametrize("where", ["venv", "venv link", "relative PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG",
+                                   "a link of the person's into the workspace"])
 def test_a_registry_config_in_the_workspace_opens_no_host(tmp_path, monkeypatch, where):
     """The person's project venv is often activated and inside the workspace: the agent can write
     its pip.conf (or a config a variable names relative to the workspace) between two runs. The
@@ -71,6 +72,16 @@ def test_a_registry_config_in_the_workspace_opens_no_host(tmp_path, monkeypatch,
     if where == "venv":
         _write(ws / ".venv/pip.conf", "[global]\nindex-url = https://planted.test/simple\n")
         monkeypatch.setenv("VIRTUAL_ENV", str(ws / ".venv"))
+    elif where == "venv link":  # to a file outside the workspace the agent wrote (in a writable cache layer)
+        _write(tmp_path / "layer/pip.conf", "[global]\nindex-url = https://planted.test/simple\n")
+        (ws / ".venv").mkdir(parents=True)
+        (ws / ".venv/pip.conf").symlink_to(tmp_path / "layer/pip.conf")
+        monkeypatch.setenv("VIRTUAL_ENV", str(ws / ".venv"))
+    elif where == "a link of the person's into the workspace":  # ~/.npmrc -> ws/npmrc -> the agent's file
+        _write(tmp_path / "layer/npmrc", "registry=https://planted.test/\n")
+        ws.mkdir()
+        (ws / "npmrc").symlink_to(tmp_path / "layer/npmrc")
+        (home / ".npmrc").symlink_to(ws / "npmrc")
     elif where == "NPM_CONFIG_USERCONFIG":
         _write(ws / "npmrc", "registry=https://planted.test/\n")
         monkeypatch.setenv("NPM_CONFIG_USERCONFIG", str(ws / "npmrc"))
