@@ -67,7 +67,7 @@ def project_key(repo_root: Path) -> str:
 
 
 def project_state_dir(repo_root: Path) -> Path:
-    """Per-project state (audit log, pending escalations): outside the repo, outside the sandbox's reach."""
+    """Per-project state (audit log, pending escalations): outside the repo, read-only inside the sandbox."""
     return user_state_dir() / "projects" / project_key(repo_root)
 
 

@@ -123,14 +123,15 @@ def _show_refusal(v) -> None:
 
 def _show_hints(policy, stderr_text: str, escalator) -> None:
     """A failed command whose error blames the network for a write the sandbox refused (npm's EROFS
-    "while trying to fetch"): the refused path, on stderr (stdout stays the command's), and audited."""
-    from gtd.sandbox.hints import misleading_error_hints
+    "while trying to fetch"): the refused path, on stderr (stdout stays the command's), and audited.
+    A server on the host's loopback is named on stderr only: the audit log is readable inside."""
+    from gtd.sandbox.hints import split_hints
 
-    hints = misleading_error_hints(stderr_text, policy)
-    for hint in hints:
+    told, person_only = split_hints(stderr_text, policy)
+    for hint in told + person_only:
         write(hint + "\n", stream=sys.stderr)
-    if hints and escalator:
-        escalator.audit.record("hint", hints=hints)
+    if told and escalator:
+        escalator.audit.record("hint", hints=told)
 
 
 def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None:

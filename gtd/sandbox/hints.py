@@ -54,9 +54,17 @@ def misleading_error_hints(output: str, policy) -> list[str]:
     on the host's loopback the client cannot see (none if neither). For the person: the second kind
     tells which of the host's loopback ports have a server, which the agent is not to learn (see
     refused_write_hints)."""
+    told, person_only = split_hints(output, policy)
+    return told + person_only
+
+
+def split_hints(output: str, policy) -> tuple[list[str], list[str]]:
+    """misleading_error_hints as (what the agent may be told too, what only the person may see). Only
+    the first kind goes to the output handed back to the agent and to the audit log, which every
+    sandbox can read (gtd's state dir is read-only inside, not hidden); the second is shown on screen."""
     if not output:
-        return []
-    return refused_write_hints(output, policy) + host_loopback_hints(output, policy)
+        return [], []
+    return refused_write_hints(output, policy), host_loopback_hints(output, policy)
 
 
 def _host_listens(port: int) -> bool:

@@ -258,16 +258,17 @@ class PhaseAgent:
                                   seconds=round(seconds, 4))
             if done.returncode != 0:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
-            told = hints = []
+            told, person_only = [], []
             if done.returncode != 0:
-                from gtd.sandbox.hints import host_loopback_hints, refused_write_hints
+                from gtd.sandbox.hints import split_hints
 
-                told = refused_write_hints(output, policy) if output else []  # the agent may read these
-                hints = told + host_loopback_hints(output, policy)  # these the person only: which host ports serve
+                told, person_only = split_hints(output, policy)  # the second says which host ports serve
+            hints = told + person_only
             if hints:  # a refused write dressed up as a network error, a server on the host: say so, ask for no host
                 for hint in hints:
                     self.ctx.progress.warn(hint)
-                self.ctx.audit.record("hint", phase=self.phase.value, hints=hints)
+                if told:  # the audit log is readable inside: the person-only kind is on screen only
+                    self.ctx.audit.record("hint", phase=self.phase.value, hints=told)
                 return TestRun(False, "\n".join([output, *told]) if told else output, done.returncode)
             if done.returncode == 0 or not policy.level.at_most(Level.READWRITE):
                 return TestRun(done.returncode == 0, output, done.returncode)

@@ -112,6 +112,22 @@ def test_a_server_on_the_hosts_loopback_refused_inside_gets_a_hint_naming_hostlo
     assert r.returncode == 7 and "hint" not in r.stderr, r.stderr
 
 
+def test_the_host_loopback_hint_stays_out_of_the_audit_log_every_sandbox_can_read(repo, registry):
+    """gtd's state dir is read-only inside, not hidden: a command can read the audit log. The person sees
+    which host port serves on screen; the audit log does not record it (the refused-write hints, which
+    name only what the command itself tried, are recorded)."""
+    from gtd.audit import AUDIT_FILE
+    from gtd.paths import project_state_dir
+
+    r = run_gtd("sandbox", "run", "--level", "readwrite", "--", "curl", "-sS", f"http://127.0.0.1:{registry.port}/",
+                cwd=repo)
+    assert f"add {registry.port} to sandbox.levels.readwrite.hostLoopbackPorts" in r.stderr, r.stderr
+    inside = run_gtd("sandbox", "run", "--level", "readwrite", "--", "cat", str(project_state_dir(repo) / AUDIT_FILE),
+                     cwd=repo)
+    assert inside.returncode == 0 and '"event": "sandbox_run"' in inside.stdout, inside.stderr
+    assert "hostLoopbackPorts" not in inside.stdout and f":{registry.port}" not in inside.stdout, inside.stdout
+
+
 def test_pythons_urllib_sending_ipv6_loopback_through_the_proxy_is_told_where_its_server_is(repo):
     """NO_PROXY cannot spell "[::1]" (httpx rejects it), so urllib proxies http://[::1]:PORT/ for a server
     the command started itself: the refusal says to use 127.0.0.1 or localhost, not only hostLoopbackPorts."""
@@ -169,3 +185,5 @@ def test_the_agent_is_not_told_which_host_loopback_ports_serve(repo, registry):
     assert result.returncode != 0, result.stdout + result.stderr
     assert hint in result.stderr and f"add {registry.port} to sandbox.levels" in result.stderr, result.stderr
     assert not (repo / "told.txt").exists(), "the retry prompt carried the host-loopback hint to the agent"
+    audit = run_gtd("audit", "--json", cwd=repo).stdout  # readable inside too: the hint is on screen only
+    assert "hostLoopbackPorts" not in audit and f":{registry.port}" not in audit, audit
