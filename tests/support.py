@@ -27,6 +27,12 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
+def as_the_owner() -> list[str]:
+    """A command prefix under which file modes bind as they do for the person running gtd: root's DAC
+    override dropped when the suite runs as root (which ignores `chmod 0000`), nothing otherwise."""
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+
+
 def spawn_in_terminal(command: str, args: list[str], **kwargs):
     """pexpect.spawn as a person's interactive shell starts a command: SIGINT at its default action,
     so Ctrl-C (sendintr) reaches it. A test run started as a background job of a non-interactive

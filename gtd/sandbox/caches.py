@@ -503,19 +503,14 @@ def _reap(holder: subprocess.Popen) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    """rmtree that also removes overlayfs's mode-000 work dirs (owned by us, but unreadable). The layer
-    holds what the agent wrote: a symlink in it is never followed (chmod would change its target)."""
-    def fix(func, failed, _exc):
-        try:
-            os.chmod(os.path.dirname(failed), 0o700)
-            if not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-            func(failed)
-        except OSError:
-            pass
-    import shutil  # here: only a removal needs it
+    """Remove a throwaway layer, overlayfs's mode-000 work dirs included (owned by us, but unreadable). The
+    layer holds what the agent wrote: no symlink in it is followed (locked_tree). Best effort."""
+    from gtd.sandbox.locked_tree import remove_tree
 
-    shutil.rmtree(path, onerror=fix)
+    try:
+        remove_tree(path)
+    except OSError:
+        pass
 
 
 def overlay_check() -> tuple[bool, str]:

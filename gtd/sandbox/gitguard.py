@@ -34,10 +34,10 @@ dir (nothing is deleted) and reported as violations.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from gtd.record import field, record
+from gtd.sandbox.locked_tree import give_back_owner_rwx, remove_tree
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
     named: set[str] = set()
     what: dict[Path, str] = {}
     if walk_tree and os.path.isdir(workspace) and not os.access(workspace, os.R_OK | os.X_OK):  # `chmod 0311 .`
-        _give_owner_rwx(Path(workspace))
+        give_back_owner_rwx(Path(workspace), below=False)
         what[Path(workspace)] = ROOT_LOCKED
     # The roots of the repositories present at the start: their protected names are the placeholder
     # registry's (placeholders.py), which knows no repository planted since.
@@ -226,29 +226,18 @@ def quarantine(paths: list[Path], workspace: Path, into: Path, *, what: dict[Pat
         import shutil  # here: only a planted .git needs it
 
         try:
-            _give_owner_rwx(p)
+            # moving a directory to another parent rewrites its `..` entry: write permission on it is needed
+            give_back_owner_rwx(p, below=False)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(p), str(dest))
             done.append((p, f"{label}; quarantined in {dest}"))
         except OSError as exc:
             try:
-                if p.is_dir() and not p.is_symlink():
-                    shutil.rmtree(p)
-                else:
-                    p.unlink()
+                remove_tree(p)  # directories below it the agent locked (chmod 0000) are given back first
                 done.append((p, f"{label}; removed (could not quarantine: {exc})"))
             except OSError as exc2:
                 done.append((p, f"{label}; COULD NOT REMOVE ({exc2}): do not run git here"))
     return done
-
-
-def _give_owner_rwx(path: Path) -> None:
-    """Give back the owner's rwx on a directory the agent locked (`chmod 0111`): moving a directory to
-    another parent rewrites its `..` entry, which needs write permission on the directory itself, and
-    the work tree's root must be listed to be checked."""
-    st = os.lstat(path)
-    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-        os.chmod(path, stat.S_IMODE(st.st_mode) | 0o700)
 
 
 # -- a session that never closed (gtd killed: SIGKILL, a crash, power loss) ------------------------------

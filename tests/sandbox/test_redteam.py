@@ -12,6 +12,7 @@ import pytest
 from gtd.config.schema import Level
 
 from sandbox_support import git, py, requires_bwrap, sh
+from support import as_the_owner
 
 pytestmark = [requires_bwrap, pytest.mark.bwrap]
 
@@ -225,7 +226,7 @@ def test_unreadable_directory_cannot_hide_a_planted_repository(repo, tmp_path, m
     import sys
 
     marker = tmp_path / "PWNED"
-    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    prefix = as_the_owner()
     plant = (f"mkdir -p sub/deep && git init -q sub/deep && {_evil_config(marker, 'sub/deep/.git/config')}"
              f" && chmod {mode} sub && echo planted")
     r = subprocess.run([*prefix, sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
@@ -244,7 +245,7 @@ def test_an_unlistable_work_tree_root_cannot_hide_a_planted_repository(repo, tmp
     import sys
 
     marker = tmp_path / "PWNED"
-    prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    prefix = as_the_owner()
     plant = f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && chmod 0311 . && echo planted"
     r = subprocess.run([*prefix, sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
                         "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
@@ -253,6 +254,31 @@ def test_an_unlistable_work_tree_root_cannot_hide_a_planted_repository(repo, tmp
     assert f"{repo} (" in r.stderr and "could not be listed" in r.stderr, r.stderr
     assert stat.S_IMODE(os.stat(repo).st_mode) == 0o711  # the owner's rwx given back, nothing else
     assert not os.path.lexists(repo / "sub/.git") and (repo / "README.md").exists()
+    assert _host_git_runs(repo, marker) == []
+
+
+def test_a_planted_repository_that_cannot_be_moved_is_removed_though_the_agent_locked_dirs_in_it(repo, tmp_path):
+    # When the move into gtd's quarantine fails (here its directory is blocked by a file; in life, a state
+    # dir on another filesystem, whose copy cannot read what the agent locked), the planted repository is
+    # removed instead. Directories in it the agent made chmod 0000 / 0111 made that rmtree fail too: "COULD
+    # NOT REMOVE", and the repository stayed for host git. gtd runs as the owner without root's DAC override.
+    import subprocess
+    import sys
+
+    from gtd import paths
+
+    blocked = paths.project_state_dir(repo) / "quarantine"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("a file where the quarantine directory would be")
+    marker = tmp_path / "PWNED"
+    plant = (f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && mkdir -p sub/.git/objects/ab/cd"
+             " && touch sub/.git/objects/ab/cd/x && chmod 0000 sub/.git/objects/ab/cd && chmod 0111 sub/.git/objects/ab"
+             " && chmod 0000 sub/.git/refs && echo planted")
+    r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert "planted" in r.stdout, r.stderr
+    assert f"{repo}/sub/.git (" in r.stderr and "removed (could not quarantine" in r.stderr, r.stderr
+    assert not os.path.lexists(repo / "sub/.git")
     assert _host_git_runs(repo, marker) == []
 
 

@@ -12,7 +12,7 @@ from gtd.sandbox.caches import CacheLayer, known_caches
 from gtd.sandbox.policy import build_policy
 from gtd.sandbox.session import open_sandbox
 from workload_support import run
-from support import git
+from support import as_the_owner, git
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -162,32 +162,29 @@ def test_the_overlay_holder_ends_with_its_session(tmp_path, isolated_home):
     assert not Path(f"/proc/{holder.pid}").exists() or Path(f"/proc/{holder.pid}/status").read_text().find("Zombie") < 0
 
 
-def test_removing_a_throwaway_layer_never_follows_a_symlink_the_agent_left_in_it(tmp_path, monkeypatch):
-    # The agent writes the upper layer through the overlay: a read-only dir holding a symlink makes
-    # rmtree fail on the link, and the retry must not chmod what the link points at.
-    import os
-
-    from gtd.sandbox.caches import _remove_tree
-
-    real_unlink = os.unlink
-
-    def unlink(path, *, dir_fd=None):  # EACCES in the mode-500 dir, as for a non-root gtd (root ignores modes)
-        if dir_fd is not None and path == "link":
-            raise PermissionError(13, "Permission denied", path)
-        return real_unlink(path, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "unlink", unlink)
+def test_removing_a_throwaway_layer_gives_locked_dirs_back_and_never_follows_a_symlink_the_agent_left(tmp_path):
+    # The agent writes the upper layer through the overlay: a read-only dir holding a symlink, a locked dir
+    # (chmod 0000) holding files. Both are removed, and what the link points at is never changed. Run as
+    # the owner without root's DAC override (root ignores the modes).
+    import subprocess
+    import sys
 
     victim = tmp_path / "victim"
-    victim.write_text("the person's file")
-    victim.chmod(0o600)
-    trap = tmp_path / "layer" / "pip" / "upper" / "d"
+    victim.mkdir()
+    victim.chmod(0o500)  # a directory of the person's the link names: not to be given its owner's rwx
+    layer = tmp_path / "layer"
+    trap = layer / "pip" / "upper" / "d"
     trap.mkdir(parents=True)
     (trap / "link").symlink_to(victim)
+    (trap / "locked" / "deeper").mkdir(parents=True)
+    (trap / "locked" / "deeper" / "f").write_text("x")
+    (trap / "locked" / "deeper").chmod(0)
+    (trap / "locked").chmod(0)
     trap.chmod(0o500)
-    _remove_tree(tmp_path / "layer")
-    assert not (tmp_path / "layer").exists()
-    assert victim.stat().st_mode & 0o777 == 0o600
+    code = f"from pathlib import Path; from gtd.sandbox.caches import _remove_tree; _remove_tree(Path({str(layer)!r}))"
+    subprocess.run([*as_the_owner(), sys.executable, "-c", code], check=True, timeout=60)
+    assert not layer.exists()
+    assert victim.stat().st_mode & 0o777 == 0o500
 
 
 @needs_bwrap
