@@ -85,6 +85,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
             if tap:
                 tap.started()
         ctrl_c.to(proc)
+        _collect_from_now_on()
         code = ctrl_c.wait()
         if tap:
             stderr_text = tap.finish()
@@ -108,6 +109,17 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
         write(json.dumps(payload) + "\n", stream=sys.stderr)  # ASCII JSON: nothing to escape
         return int(ExitCode.ESCALATION_PENDING)
     return code
+
+
+def _collect_from_now_on() -> None:
+    """Garbage collection back on once the command runs (the fast entry turned it off for the start): what
+    start-up made is frozen (it lives as long as gtd), so the collections of the proxy's connections, for
+    as long as the command runs, never walk it."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _show_refusal(v) -> None:

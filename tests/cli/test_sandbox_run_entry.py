@@ -38,7 +38,7 @@ def test_anything_else_is_left_to_typer(args):
 
 
 PROBE = """
-import json, sys
+import gc, json, sys
 from gtd.cli.entry import main
 sys.argv[0] = "gtd"
 try:
@@ -48,15 +48,23 @@ except SystemExit as exc:
 sys.stderr.write("\\nPROBE:" + json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] in
                                             ("typer", "click", "pydantic", "rich", "tomlkit", "dataclasses",
                                              "hashlib", "_hashlib", "hmac", "platformdirs", "tempfile", "shutil",
-                                             "random", "typing", "datetime"))]))
+                                             "random", "typing", "datetime", "base64")),
+                                            [gc.isenabled(), gc.get_freeze_count() > 0]]))
 """
 
 
 def probe(args: list[str], cwd, env: dict | None = None) -> tuple[int, list[str], subprocess.CompletedProcess]:
+    code, modules, _, result = probe_with_gc(args, cwd, env)
+    return code, modules, result
+
+
+def probe_with_gc(args: list[str], cwd, env: dict | None = None):
+    """gtd's exit status, the unwanted modules it imported, [garbage collection on, start-up's objects
+    frozen] at its end, and the process's result."""
     result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True,
                             stdin=subprocess.DEVNULL, timeout=60, env=env)
-    code, modules = json.loads(result.stderr.rsplit("PROBE:", 1)[1])
-    return code, modules, result
+    code, modules, gc_state = json.loads(result.stderr.rsplit("PROBE:", 1)[1])
+    return code, modules, gc_state, result
 
 
 @pytest.mark.bwrap
@@ -64,7 +72,8 @@ def test_sandbox_run_imports_no_typer_and_falls_back_for_help(repo):
     """Nor `dataclasses` (~20 ms with the classes it builds, issue 13): the sandbox's records are gtd.record's;
     nor OpenSSL (hashlib, hmac: gtd.digest), platformdirs (gtd.paths.user_dir), shutil (gtd.which) or what
     they import (tempfile, random, zlib, bz2, lzma): ~9 ms together; nor `typing` (gtd's modules import it
-    for type checkers only), ~2 ms; nor `datetime` (~2 ms) while nothing was planted or refused."""
+    for type checkers only), ~2 ms; nor `datetime` (~2 ms) while nothing was planted or refused, nor `base64`
+    (the proxy's token)."""
     subprocess.run([*FAST, "config", "show"], cwd=repo, capture_output=True, check=True)  # fills the config cache
     code, modules, _ = probe(["sandbox", "run", "--level", "readwrite", "--", "sh", "-c", "exit 5"], repo)
     # the first start builds the launcher and the seccomp filter (pyseccomp imports typing); the package-cache
@@ -123,3 +132,14 @@ def test_fast_entry_and_typer_command_enforce_the_same_boundary(repo, tmp_path):
     assert results[0] == results[1]
     assert results[0] == (9, f"wrote {repo}/inside.txt\nrefused {repo}/.git/hooks/pre-commit\nrefused /etc/gtd-probe\n"
                              f"refused {home}/.bashrc\nkey hidden\nfifo in private tmp\n")
+
+
+@pytest.mark.bwrap
+def test_the_fast_entry_collects_garbage_again_once_the_command_runs(repo):
+    """Collection is off while gtd starts the command (~2 ms of collections that free nothing) and on again,
+    with start-up's objects frozen, while it runs: the proxy lives as long as the command."""
+    subprocess.run([*FAST, "config", "show"], cwd=repo, capture_output=True, check=True)  # fills the config cache
+    code, _, gc_state, _ = probe_with_gc(["sandbox", "run", "--", "sh", "-c", "exit 3"], repo)
+    assert (code, gc_state) == (3, [True, True])
+    code, _, gc_state, _ = probe_with_gc(["sandbox", "run", "--help"], repo)  # typer's: collection as usual
+    assert (code, gc_state[0]) == (0, True)
