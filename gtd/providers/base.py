@@ -12,9 +12,12 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from gtd.config.levels import Phase
-from gtd.providers.events import AgentEvent
 from gtd.record import field, record
 from gtd.which import which
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from gtd.providers.events import AgentEvent  # annotations only: `gtd sandbox run` parses no agent output
 
 
 @record

@@ -48,7 +48,7 @@ except SystemExit as exc:
 sys.stderr.write("\\nPROBE:" + json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] in
                                             ("typer", "click", "pydantic", "rich", "tomlkit", "dataclasses",
                                              "hashlib", "_hashlib", "hmac", "platformdirs", "tempfile", "shutil",
-                                             "random", "typing", "datetime", "base64")),
+                                             "random", "typing", "datetime", "base64", "binascii")),
                                             [gc.isenabled(), gc.get_freeze_count() > 0]]))
 """
 
@@ -72,8 +72,8 @@ def test_sandbox_run_imports_no_typer_and_falls_back_for_help(repo):
     """Nor `dataclasses` (~20 ms with the classes it builds, issue 13): the sandbox's records are gtd.record's;
     nor OpenSSL (hashlib, hmac: gtd.digest), platformdirs (gtd.paths.user_dir), shutil (gtd.which) or what
     they import (tempfile, random, zlib, bz2, lzma): ~9 ms together; nor `typing` (gtd's modules import it
-    for type checkers only), ~2 ms; nor `datetime` (~2 ms) while nothing was planted or refused, nor `base64`
-    (the proxy's token)."""
+    for type checkers only), ~2 ms; nor `datetime` (~2 ms) while nothing was planted or refused, nor `base64` or
+    `binascii` (the proxy's token)."""
     subprocess.run([*FAST, "config", "show"], cwd=repo, capture_output=True, check=True)  # fills the config cache
     code, modules, _ = probe(["sandbox", "run", "--level", "readwrite", "--", "sh", "-c", "exit 5"], repo)
     # the first start builds the launcher and the seccomp filter (pyseccomp imports typing); the package-cache
