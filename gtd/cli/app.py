@@ -152,5 +152,30 @@ def main() -> None:
         stderr.print(f"[red]gtd: error:[/red] {markup(str(exc))}", highlight=False)
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
-        stderr.print("\n[yellow]interrupted[/yellow]")
-        sys.exit(int(getattr(exc, "exit_code", ExitCode.INTERRUPTED)))
+        _interrupted(exc)
+    except SystemExit as exc:
+        interrupt = _typers_interrupt(exc)
+        if interrupt is None:
+            raise
+        _interrupted(interrupt)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    """Exit as the fast entry does after an interrupt: 130 for Ctrl-C, 128 + the signal for SIGTERM/SIGHUP."""
+    stderr.print("\n[yellow]interrupted[/yellow]")
+    sys.exit(int(getattr(exc, "exit_code", ExitCode.INTERRUPTED)))
+
+
+def _typers_interrupt(exc: SystemExit) -> KeyboardInterrupt | None:
+    """The interrupt behind typer's exit 130: a KeyboardInterrupt in a command becomes `Exit(130) from it`
+    in typer.core._main, so a SIGTERM (errors.Terminated, 143) would exit 130 like Ctrl-C. None for any
+    other exit."""
+    if exc.code != ExitCode.INTERRUPTED:
+        return None
+    seen, cause = set(), exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None

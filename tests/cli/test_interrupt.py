@@ -75,12 +75,16 @@ def test_ctrl_c_stops_the_agent_tree_and_commits_nothing(repo):
     assert_stopped_and_nothing_committed(repo, marker, before)
 
 
-@pytest.mark.parametrize("signames", [["SIGTERM"], ["SIGHUP", "SIGTERM"]])
-def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames):
+@pytest.mark.parametrize("signames, options", [
+    (["SIGTERM"], []), (["SIGHUP", "SIGTERM"], []),
+    (["SIGHUP"], ["--quiet", "-q"]),  # declined by the fast entry: typer runs it
+])
+def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames, options):
     """`kill`, a closed terminal, a cancelled CI job: the phase ends through Ctrl-C's clean-up, exit
     128 + the signal: the agent tree stopped, nothing committed, `interrupted` in the audit log, and the
     agent's half-done changes remembered as the agent's (not taken for the person's edits next run).
-    A second signal during that clean-up (a closed terminal's SIGHUP, then `kill`) does not cut it short."""
+    A second signal during that clean-up (a closed terminal's SIGHUP, then `kill`) does not cut it short.
+    The same when typer runs the command (options the fast entry leaves to it)."""
     import signal
 
     from gtd.audit import AuditLog
@@ -89,7 +93,7 @@ def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames):
 
     marker = planned_with_a_slow_build(repo)
     before = git(repo, "log", "--format=%s")
-    proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "build"], cwd=repo, stdout=subprocess.PIPE,
+    proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "build", *options], cwd=repo, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
     try:
         wait_for_agent(marker, running=True, seconds=30)
@@ -107,6 +111,27 @@ def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames):
     left = json.loads((project_state_dir(repo) / leftovers.MARKER).read_text())
     assert (left["phase"], left["reason"]) == ("build", "interrupted")
     assert leftovers.untouched(repo, forget_stale=False)  # the next run carries on with the agent's work
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_command_typer_runs_exits_128_plus_the_signal(repo, signame):
+    """A root option before `sandbox` leaves the command to typer (the fast entry declines it), which
+    turned the KeyboardInterrupt a SIGTERM or SIGHUP raises (errors.Terminated) into exit 130, as for
+    Ctrl-C: a supervisor could not tell `kill` from Ctrl-C. It exits 128 + the signal like the fast path."""
+    import signal
+
+    proc = popen_as_from_a_shell([sys.executable, "-m", "gtd", "-C", str(repo), "sandbox", "run", "--level", "readwrite",
+                                  "--", "sh", "-c", "echo ready; exec sleep 300"],
+                                 cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"  # the command runs: gtd waits for it
+        proc.send_signal(getattr(signal, signame))
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 128 + getattr(signal, signame), err
+    assert "interrupted" in err
 
 
 def _sandbox_run_in_terminal(repo, *command: str):
