@@ -43,11 +43,10 @@ class KernelLayers:
 
     @classmethod
     def for_policy(cls, policy) -> "KernelLayers":
-        from gtd.sandbox.landlock import abi_version
         from gtd.sandbox.nativelaunch import launcher_bytes
 
         limits = policy.limits
-        abi = abi_version()
+        abi = landlock_abi()
         native = launcher_bytes() if (abi or limits.processes or limits.memory) else None
         return cls(policy, abi, limits, cgroup_support() if (limits.processes or limits.memory) else {}, native)
 
@@ -91,6 +90,51 @@ class KernelLayers:
         if not self.cgroups:
             return None
         return CgroupLimit(self.limits, self.cgroups)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI (landlock.abi_version), probed once per boot and context. The probe is a
+    raw system call through ctypes, whose import costs ~1.5 ms of every sandbox start (issue 13), and its
+    answer changes only with the kernel (a reboot: a new boot id) or with where gtd runs (another user or
+    mount namespace: a container sharing the kernel; a seccomp filter gtd was started under): all of them
+    key the remembered answer. Kept in gtd's state dir, which no sandbox can write; a missing or unreadable
+    entry is probed again."""
+    context = _probe_context()
+    path = None
+    if context is not None:
+        from gtd.paths import user_state_dir
+
+        path = user_state_dir() / "cache" / "landlock-abi"
+        try:
+            remembered, _, abi = path.read_text().rpartition("\n")
+            if remembered == context and abi.isdigit():
+                return int(abi)
+        except (OSError, UnicodeDecodeError):
+            pass
+    from gtd.sandbox.landlock import abi_version
+
+    abi = abi_version()
+    if path is not None:
+        tmp = path.with_name(f".landlock-abi.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(f"{context}\n{abi}")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # not remembered: the next start probes again
+    return abi
+
+
+def _probe_context() -> str | None:
+    """What the Landlock probe's answer depends on besides the kernel build: this boot, the user and mount
+    namespaces, and the seccomp state gtd runs under. None when any of it cannot be read (always probe)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespaces = " ".join(f"{os.stat(f'/proc/self/ns/{ns}').st_ino}" for ns in ("user", "mnt"))
+        seccomp = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("Seccomp")]
+    except OSError:
+        return None
+    return " ".join([boot, namespaces, *seccomp]) if boot and seccomp else None
 
 
 def status() -> dict:

@@ -24,7 +24,6 @@ sandbox, and every socket disappears with the namespace.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -70,11 +69,21 @@ class NamespaceSockets:
         return [self.proxy, *self.intercept, *self.dns, *(s for group in self.forwards.values() for s in group)]
 
 
-def _setns(fd: int, nstype: int) -> int:
+def _load_libc():
+    """libc through ctypes, for setns(2) (Python 3.11 has no os.setns). Loaded by the forked helper only, while
+    it waits for the sandbox's pid: gtd itself never imports ctypes for it (~1.5 ms of every start)."""
     global _libc
     if _libc is None:
+        import ctypes
+
         _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.setns(fd, nstype) != 0:
+    return _libc
+
+
+def _setns(fd: int, nstype: int) -> int:
+    if _load_libc().setns(fd, nstype) != 0:
+        import ctypes
+
         return ctypes.get_errno()
     return 0
 
@@ -97,6 +106,7 @@ class NamespaceHelper:
             code = 1
             try:
                 _keep_only(child.fileno())
+                _load_libc()  # while bwrap starts: the pid comes once it has
                 _join_namespaces(_read_pid(child), child)
                 sockets, kinds = _create(layout)
                 socket.send_fds(child, [("K" + ",".join(kinds)).encode()], [s.fileno() for s in sockets])

@@ -439,6 +439,30 @@ def test_each_command_runs_in_a_cgroup_of_its_own_the_first_made_at_start_and_no
     assert ours() == []
 
 
+def test_the_landlock_abi_is_probed_once_per_boot_and_context_and_probed_again_otherwise(monkeypatch):
+    """KernelLayers takes the kernel's Landlock ABI from gtd's state dir (no ctypes on `gtd sandbox run`'s
+    path): remembered with the boot, namespaces and seccomp state it was probed under, and probed again
+    whenever any of them differs or the entry is damaged."""
+    from gtd import paths
+    from gtd.sandbox import kernel
+    from gtd.sandbox.landlock import abi_version
+
+    remembered = paths.user_state_dir() / "cache" / "landlock-abi"
+    assert kernel.landlock_abi() == abi_version()
+    context = kernel._probe_context()
+    assert context is not None and remembered.read_text() == f"{context}\n{abi_version()}"
+    remembered.write_text(f"{context}\n{abi_version() + 5}")  # what this context said is what is used
+    assert kernel.landlock_abi() == abi_version() + 5
+    monkeypatch.setattr(kernel, "_probe_context", lambda: context + " another boot")
+    assert kernel.landlock_abi() == abi_version()  # probed again, and remembered for that context
+    assert remembered.read_text() == f"{context} another boot\n{abi_version()}"
+    remembered.write_text(f"{context} another boot\nseven")
+    assert kernel.landlock_abi() == abi_version()
+    monkeypatch.setattr(kernel, "_probe_context", lambda: None)  # unreadable: never taken from the file
+    remembered.write_text(f"{context}\n{abi_version() + 5}")
+    assert kernel.landlock_abi() == abi_version()
+
+
 def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
     """prime_moves (session start) moves gtd into the cgroup it already is in: nothing changes."""
     from gtd.sandbox.limits import prime_moves
