@@ -2,7 +2,6 @@
 
 
 import json
-import shutil
 import sys
 
 import typer
@@ -20,12 +19,14 @@ def _check(name: str, ok: bool, detail: str, fix: str = "", required: bool = Tru
 
 def collect(directory=None) -> list[dict]:
     from gtd.errors import GtdError
+    from gtd.host_programs import host_program
     from gtd.providers.registry import provider_report
     from gtd.sandbox.doctor import sandbox_checks
 
+    git = host_program("git")  # the git gtd commits with: never one from the repository's PATH dirs
     checks = [
         _check("python", sys.version_info >= (3, 11), sys.version.split()[0], "install Python 3.11+"),
-        _check("git", shutil.which("git") is not None, shutil.which("git") or "not found", "install git"),
+        _check("git", git is not None, git or "not found (PATH entries in the repository are not searched)", "install git"),
     ]
     try:
         from gtd.cli.context import load

@@ -91,12 +91,17 @@ class Provider(ABC):
     def is_installed(self) -> bool:
         return self.executable_path() is not None
 
+    def host_executable(self) -> str | None:
+        """The CLI gtd runs on the host (its `--version`): never one from the repository's PATH dirs, so
+        it may differ from executable_path(), the first on PATH."""
+        from gtd.host_programs import host_program
+
+        return host_program(self.executable)
+
     def version(self) -> str | None:
         from gtd.providers.version import cli_version
 
-        from gtd.host_programs import host_program
-
-        path = host_program(self.executable)  # run on the host: never one from the repository's PATH dirs
+        path = self.host_executable()
         return cli_version(path) if path else None
 
     # Model per phase from gtd's config (`models.<phase>`; None: the CLI's own default), set by the registry.

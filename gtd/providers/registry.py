@@ -91,11 +91,14 @@ def provider_report() -> list[dict]:
             report.append({"name": name, "installed": False, "path": None, "version": None, "fix": str(exc)})
             continue
         path = provider.executable_path()
-        report.append({
-            "name": name,
-            "installed": path is not None,
-            "path": path,
-            "version": provider.version() if path else None,
-            "fix": "" if path else f"install it: {INSTALL_HINTS[name]}",
-        })
+        ran = provider.host_executable() if path else None  # whose version is shown: none from the repository
+        if path is None:
+            fix = f"install it: {INSTALL_HINTS[name]}"
+        elif ran is None:
+            fix = (f"{path} is on a PATH entry in the repository (or a relative one), which the agent can write: "
+                   f"gtd never runs it on the host; install it elsewhere: {INSTALL_HINTS[name]}")
+        else:
+            fix = ""
+        report.append({"name": name, "installed": path is not None, "path": ran or path,
+                       "version": provider.version() if ran else None, "fix": fix})
     return report

@@ -39,6 +39,9 @@ class ScriptedProvider(Provider):
     def executable_path(self) -> str | None:
         return sys.executable
 
+    def host_executable(self) -> str | None:
+        return sys.executable
+
     def version(self) -> str | None:
         from gtd import __version__ as gtd_version  # noqa: PLC0415
 

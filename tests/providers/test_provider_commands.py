@@ -146,6 +146,24 @@ def test_auto_picks_the_first_installed_and_report_lists_all(tmp_path, monkeypat
     assert report["opencode"]["version"] == "1.18.33" and report["pi"]["path"] == str(tmp_path / "bin" / "pi")
 
 
+def test_report_shows_the_cli_whose_version_it_ran_not_one_from_the_repository(tmp_path, monkeypatch):
+    # An activated project venv (node_modules/.bin, direnv's PATH_add) is first on PATH: its `pi` is the
+    # agent's to write, so gtd runs the one further on for --version; the report named the repository's
+    # beside that version.
+    repo = tmp_path / "repo"
+    (repo / "node_modules").mkdir(parents=True)
+    _fake_cli(repo / "node_modules" / ".bin", "pi", "6.6.6")
+    _fake_cli(tmp_path / "bin", "pi", "0.73.1")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(repo / "node_modules" / ".bin"), str(tmp_path / "bin"), "/usr/bin:/bin"]))
+    pi = {r["name"]: r for r in provider_report()}["pi"]
+    assert (pi["path"], pi["version"], pi["fix"]) == (str(tmp_path / "bin" / "pi"), "0.73.1", "")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(repo / "node_modules" / ".bin"), "/usr/bin:/bin"]))
+    pi = {r["name"]: r for r in provider_report()}["pi"]
+    assert (pi["path"], pi["version"]) == (str(repo / "node_modules" / ".bin" / "pi"), None)
+    assert "gtd never runs it on the host" in pi["fix"], pi
+
+
 def test_named_provider_not_installed_is_an_error_not_a_switch(tmp_path, monkeypatch):
     _fake_cli(tmp_path / "bin", "pi", "0.73.1")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
