@@ -26,9 +26,13 @@ class Background:
         self._done.acquire()
         self._fn, self._args, self._on_error = fn, args, on_error
         self._error: BaseException | None = None
+        self._ident: int | None = None
         _thread.start_new_thread(self._run, ())
 
     def _run(self) -> None:
+        import _thread
+
+        self._ident = _thread.get_ident()
         try:
             self._fn(*self._args)
         except BaseException as exc:  # noqa: BLE001 - on_error's, or raised by join()
@@ -49,6 +53,19 @@ class Background:
             error, self._error = self._error, None
             if error is not None:
                 raise error
+
+    def running_here(self) -> bool:
+        """Whether the caller is fn's own thread (which must not join itself)."""
+        import _thread
+
+        return self._ident == _thread.get_ident()
+
+    @staticmethod
+    def report(exc: BaseException) -> None:
+        """An `on_error` for a loop nobody waits on: its error on stderr, as threading.Thread reports one."""
+        import traceback
+
+        traceback.print_exception(exc)
 
     def __del__(self) -> None:
         if self._error is not None:  # dropped without join(): raised here, Python reports it on stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -50,3 +51,24 @@ def test_an_error_nobody_joins_is_reported_on_stderr_when_the_thread_ends():
     assert result.stdout == "reported\n", result.stdout + result.stderr
     assert "Exception ignored in" in result.stderr and "ValueError: lost in the background" in result.stderr
     assert "in lost" in result.stderr, result.stderr  # with the traceback of the function that raised
+
+
+def test_a_loop_knows_its_own_thread_which_must_not_join_itself():
+    """FilteringProxy.stop_serving joins a listener's accept loop unless called from that loop itself."""
+    seen, named = [], threading.Event()
+
+    def loop():
+        named.wait()  # `task` is assigned once Background() returned
+        seen.append(task.running_here())
+
+    task = Background(loop)
+    named.set()
+    task.join()
+    assert seen == [True] and not task.running_here()
+
+
+def test_report_puts_a_loops_error_on_stderr_as_threading_does(capsys):
+    task = Background(_fail, "accept loop failed", on_error=Background.report)
+    task.join()  # taken by on_error: join does not raise
+    err = capsys.readouterr().err
+    assert "ValueError: accept loop failed" in err and "_fail" in err

@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import socket
-import threading
 
+from gtd.background import Background
 from gtd.sandbox.dns import DnsResponder, StandInNames
 from gtd.sandbox.netns import NamespaceSockets
 from gtd.sandbox.proxy import FilteringProxy
@@ -25,21 +25,19 @@ class NamespaceGateway:
         self.proxy = proxy
         self.names = names
         self._closed = False
-        self._threads: list[threading.Thread] = []
+        self._threads: list[Background] = []
 
     def start(self) -> "NamespaceGateway":
+        """Each listener's thread is started without waiting for it to be scheduled (gtd.background): a
+        sandbox has ~9 of them, and threading.Thread.start() waited for each in turn."""
         self.proxy.serve(self.sockets.proxy)
         for listener in self.sockets.intercept:
             self.proxy.serve_intercepted(listener, self.names.name_for)
         for sock in self.sockets.dns:
-            self._threads.append(threading.Thread(target=self._dns_loop, args=(DnsResponder(sock, self.names),),
-                                                  daemon=True, name="gtd-dns"))
+            self._threads.append(Background(self._dns_loop, DnsResponder(sock, self.names), on_error=Background.report))
         for port, listeners in self.sockets.forwards.items():
             for listener in listeners:
-                self._threads.append(threading.Thread(target=self._forward_loop, args=(listener, port), daemon=True,
-                                                      name="gtd-forward"))
-        for thread in self._threads:
-            thread.start()
+                self._threads.append(Background(self._forward_loop, listener, port, on_error=Background.report))
         return self
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ import sys
 import struct
 import threading
 
+from gtd.background import Background
 from gtd.digest import compare_digest
 from gtd.record import record
 from gtd.sandbox.addresses import forbidden_reason, private_reason
@@ -87,7 +88,7 @@ class FilteringProxy:
         self._connect_timeout = connect_timeout
         self._approved: set[tuple[str, int]] = set()
         self._ask_lock = threading.Lock()
-        self._listeners: dict[socket.socket, threading.Thread] = {}  # each listener's accept thread
+        self._listeners: dict[socket.socket, Background] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
 
@@ -97,10 +98,8 @@ class FilteringProxy:
 
     def _start_accepting(self, listener: socket.socket, handler: Callable[[socket.socket], None]) -> None:
         _answer_promptly()
-        thread = threading.Thread(target=self._accept_loop, args=(listener, handler), daemon=True, name="gtd-proxy-accept")
-        with self._lock:
-            self._listeners[listener] = thread
-        thread.start()
+        with self._lock:  # started without waiting for it to be scheduled (gtd.background): ~9 listeners a sandbox
+            self._listeners[listener] = Background(self._accept_loop, listener, handler, on_error=Background.report)
 
     def stop_serving(self, listener: socket.socket) -> None:
         """Stop accepting: the accept thread is woken and gone before the descriptor is closed, so it can
@@ -111,7 +110,7 @@ class FilteringProxy:
             listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         except OSError:
             pass
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None and not thread.running_here():
             thread.join(5)
         listener.close()
 
