@@ -54,6 +54,11 @@ class Background:
             if error is not None:
                 raise error
 
+    @property
+    def done(self) -> bool:
+        """Whether fn has returned (or raised)."""
+        return not self._done.locked()
+
     def running_here(self) -> bool:
         """Whether the caller is fn's own thread (which must not join itself)."""
         import _thread

@@ -42,9 +42,7 @@ class NamespaceGateway:
 
     def close(self) -> None:
         self._closed = True
-        self.proxy.stop_serving(self.sockets.proxy)
-        for listener in self.sockets.intercept:
-            self.proxy.stop_serving(listener)
+        self.proxy.stop_serving(self.sockets.proxy, *self.sockets.intercept)
         for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group)]:
             try:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it

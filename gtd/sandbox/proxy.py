@@ -101,22 +101,26 @@ class FilteringProxy:
         with self._lock:  # started without waiting for it to be scheduled (gtd.background): ~9 listeners a sandbox
             self._listeners[listener] = Background(self._accept_loop, listener, handler, on_error=Background.report)
 
-    def stop_serving(self, listener: socket.socket) -> None:
-        """Stop accepting: the accept thread is woken and gone before the descriptor is closed, so it can
-        never call accept() on a socket that later reuses the same descriptor number."""
+    def stop_serving(self, *listeners: socket.socket) -> None:
+        """Stop accepting: each accept thread is woken and gone before its descriptor is closed, so it can
+        never call accept() on a socket that later reuses the same descriptor number. All are woken first,
+        then waited for: their exits overlap (one after the other, each waited for its thread to be
+        scheduled: ~0.5 ms a sandbox, several on a busy machine)."""
         with self._lock:
-            thread = self._listeners.pop(listener, None)
-        try:
-            listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-        except OSError:
-            pass
-        if thread is not None and not thread.running_here():
-            thread.join(5)
-        listener.close()
+            threads = [self._listeners.pop(listener, None) for listener in listeners]
+        for listener in listeners:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+            except OSError:
+                pass
+        for thread in threads:
+            if thread is not None and not thread.running_here():
+                thread.join(5)
+        for listener in listeners:
+            listener.close()
 
     def close(self) -> None:
-        for listener in list(self._listeners):
-            self.stop_serving(listener)
+        self.stop_serving(*list(self._listeners))
 
     def serve_intercepted(self, listener: socket.socket, names: Callable[[str], str | None]) -> None:
         """Serve a listener that catches direct connections (clients that ignore proxy variables):

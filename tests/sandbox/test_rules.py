@@ -103,15 +103,17 @@ def test_stop_serving_ends_the_accept_thread_before_the_descriptor_can_be_reused
     # Closing a listener while its thread is about to call accept() lets that thread accept on whatever
     # socket reuses the descriptor number next (the flake where a Go test got an SSH stand-in's banner).
     import socket
-    import threading
 
     proxy = FilteringProxy(DomainRules(), "tok")
-    listener = socket.create_server(("127.0.0.1", 0))
-    proxy.serve(listener)
-    accepting = [t for t in threading.enumerate() if t.name == "gtd-proxy-accept" and t.is_alive()]
-    proxy.stop_serving(listener)
-    assert accepting and not any(t.is_alive() for t in accepting)
-    assert listener.fileno() == -1
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(3)]
+    for listener in listeners:
+        proxy.serve(listener)
+    accepting = [proxy._listeners[listener] for listener in listeners]  # each one's accept loop (a Background)
+    proxy.stop_serving(*listeners[:2])  # several at once: all woken, then all waited for
+    assert [loop.done for loop in accepting] == [True, True, False]
+    assert [listener.fileno() for listener in listeners[:2]] == [-1, -1]
+    proxy.close()
+    assert accepting[2].done and listeners[2].fileno() == -1
 
 
 @pytest.mark.parametrize("text,paths", [
