@@ -70,3 +70,16 @@ def test_the_gtd_console_script_never_imports_planted_modules(repo, planted_ever
     result = _run([str(script), "sandbox", "explain"], repo)
     assert not planted_everywhere.exists(), f"planted modules ran: {planted_everywhere.read_text()}"
     assert result.returncode == 0, result.stderr
+
+
+
+def test_the_current_directory_is_dropped_from_sys_path_however_it_is_spelled(repo, tmp_path):
+    """gtd's guard drops every sys.path entry that is the current directory: spelled through a symlink
+    (PYTHONPATH=~/link-to-project) or with a trailing `/.` too, and nothing else."""
+    link = tmp_path / "link-to-project"
+    link.symlink_to(repo)
+    entries = [str(link), f"{repo}/.", str(repo), str(tmp_path), str(tmp_path / "absent")]
+    probe = (f"import sys; sys.argv[0] = 'gtd'; sys.path[:0] = {entries!r}; import gtd; "
+             f"print([entry in sys.path for entry in {entries!r}])")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["[False,", "False,", "False,", "True,", "True]"], result.stderr
