@@ -163,6 +163,8 @@ class PlaceholderRegistry:
                 data = json.loads(self.reg._list_path.read_text())
             except (OSError, ValueError):
                 data = {}
+            # As stored (absent: nothing): an unchanged list is not written back (two writes a session).
+            self.stored = dict(data) if isinstance(data, dict) else None
             if isinstance(data, list):  # the format before `watched`: every entry was a placeholder
                 data = {str(p): "placeholder" for p in data}
             self.items = {str(k): v for k, v in data.items() if v in KINDS} if isinstance(data, dict) else {}
@@ -170,6 +172,8 @@ class PlaceholderRegistry:
 
         def __exit__(self, *exc) -> None:
             try:
+                if self.items == self.stored:
+                    return
                 tmp = self.reg._list_path.with_suffix(".tmp")
                 tmp.write_text(json.dumps(self.items, sort_keys=True))
                 os.replace(tmp, self.reg._list_path)

@@ -573,6 +573,34 @@ def test_cleanup_still_removes_what_gtd_left_in_place(home, tmp_path, kind):
     assert [p for p, _ in settled] == [recorded]
 
 
+def test_the_placeholder_list_is_written_only_when_it_changes(home, tmp_path):
+    """A session with nothing to remember never writes the list (two writes of every sandbox start and
+    close); what is added is stored, and what the last session settles is gone from it."""
+    import json
+
+    from gtd.sandbox.placeholders import PlaceholderRegistry
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    recorded = home / "holder" / "config"
+    recorded.parent.mkdir()
+    recorded.touch()
+    registry = PlaceholderRegistry(workspace)
+    stored = registry._list_path
+    registry.enter()
+    registry.exit()
+    assert not stored.exists()
+    registry.enter()
+    registry.add(placeholders=[recorded])
+    assert json.loads(stored.read_text()) == {str(recorded): "placeholder"}
+    assert [p for p, _ in registry.exit()] == [recorded]
+    assert json.loads(stored.read_text()) == {}
+    before = os.stat(stored)
+    registry.enter()
+    registry.exit()
+    assert (os.stat(stored).st_ino, os.stat(stored).st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
 def test_a_bwrap_that_fails_at_start_is_explained_by_bwrap_itself(sandbox, repo, tmp_path):
     """The failure message quotes bubblewrap's own minimal run, also where the package caches' overlay starts
     each command through `nsenter` (the probe ran `nsenter --unshare-user ...` instead)."""
