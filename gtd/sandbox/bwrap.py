@@ -245,7 +245,7 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
     """
     roots: list[WritableRoot] = []
     protected = {str(p) for p in policy.protected}  # `inside(x, any protected)`: one set lookup per ancestor
-    hidden = [(d, Path(os.path.realpath(d))) for d in policy.deny_read if os.path.lexists(d)]
+    hidden = None  # the hidden paths that exist, resolved: looked up once a writable path needs them (readonly has none)
     for w in policy.writable:
         if not os.path.lexists(w):
             continue  # missing and not created by the session: stays read-only
@@ -258,6 +258,8 @@ def writable_roots(policy: SandboxPolicy) -> list[WritableRoot]:
             real = Path(os.path.realpath(w))
         if _has_ancestor_in(str(w), protected, self_too=True) or _has_ancestor_in(str(real), protected, self_too=True):
             continue
+        if hidden is None:
+            hidden = [(d, Path(os.path.realpath(d))) for d in policy.deny_read if os.path.lexists(d)]
         if any(inside(real, real_d) and not strictly_inside(w, d) for d, real_d in hidden):
             continue
         roots.append(WritableRoot(w, real))
