@@ -118,6 +118,25 @@ def test_a_writable_dir_outside_the_workspace_that_resolves_into_it_is_still_wal
     assert not (repo / "vendor/x/y/.git").exists()
 
 
+def test_only_the_outermost_protected_paths_are_mounted():
+    """_outermost keeps the protected paths with no protected ancestor, in their order: names that sort
+    between a directory and its children (`a-b`, `a.b` beside `a/…`) do not hide an inner path, and `/`
+    covers everything."""
+    from gtd.sandbox.bwrap import _outermost
+
+    def walk_up(paths):  # the definition: no ancestor among the others
+        texts = {str(p) for p in paths}
+        return tuple(p for p in paths if not any(str(a) in texts for a in p.parents))
+
+    cases = [["/h/a/x", "/h/a-b", "/h/a", "/h/a.b/y", "/h/a.b", "/h/ab/z"],
+             ["/r/.git/hooks", "/r/.git", "/r/.gitmodules", "/r/.git-x/y", "/r/sub/.git/config"],
+             ["/w/x y/z", "/w/x y", "/w/x", "/w/x/y/z"], ["/a/b", "/", "/c"], []]
+    for case in cases:
+        paths = tuple(Path(p) for p in case)
+        assert _outermost(paths) == walk_up(paths), case
+    assert _outermost((Path("/h/a/x"), Path("/h/a-b"), Path("/h/a"))) == (Path("/h/a-b"), Path("/h/a"))
+
+
 def test_which_mount_plans_let_a_command_write_into_the_work_tree(repo, home):
     from gtd.sandbox.bwrap import render_mounts
     from gtd.sandbox.policy import build_policy
