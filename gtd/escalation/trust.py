@@ -21,12 +21,16 @@ from filelock import FileLock
 from gtd import workspace_files
 from gtd.config.schema import GtdConfig, Level
 from gtd.config.writer import atomic_write
-from gtd.paths import user_state_dir
+from gtd.paths import PROJECT_CONFIG_NAME, user_state_dir
 
 TRUST_FILE = "trust.json"
 LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
 # `sandbox.<key>` lists every entry of which loosens: credentials or the person's variables let into the sandbox.
 LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv")
+# A `models.<phase>` naming a model provider (`openrouter/...`, `amazon-bedrock/...`) opens that provider's API
+# host at every level and, for Bedrock and Vertex, lets the person's cloud credentials into the sandbox
+# (providers/cli_models.py, cloud_credentials.py); these providers' hosts every agent CLI reaches anyway.
+OPEN_MODEL_PROVIDERS = ("anthropic", "openai")
 
 
 def file_digest(path: Path) -> str:
@@ -136,7 +140,17 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
             found.append(entry(f"sandbox.limits.{key}", value))
     for key in LOOSENING_SANDBOX_LISTS:
         found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
+    found += [entry(f"models.{phase}", model) for phase, model in _opening_models(values)]
     return found
+
+
+def _opening_models(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """(phase, model) for each `models.<phase>` whose provider opens a host or passes credentials."""
+    from gtd.providers.cli_models import provider_of
+
+    models = values.get("models") or {}
+    return [(phase, model) for phase, model in models.items()
+            if model and provider_of(model) not in (None, *OPEN_MODEL_PROVIDERS)]
 
 
 def _raises_limit(key: str, value: Any) -> bool:
@@ -158,6 +172,9 @@ def _raises_limit(key: str, value: Any) -> bool:
 def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> dict[str, Any]:
     """The layer with every loosening entry removed except those in `keep`; tightening and unrelated keys kept."""
     kept = copy.deepcopy(values)
+    for phase, model in _opening_models(kept):
+        if entry(f"models.{phase}", model) not in keep:
+            del kept["models"][phase]
     sandbox = kept.get("sandbox")
     if not sandbox:
         return kept
@@ -206,6 +223,7 @@ def filter_untrusted_project(path: Path, values: dict[str, Any]) -> tuple[dict[s
         return values, []
     shown = "; ".join(ignored[:5]) + (f" (+{len(ignored) - 5} more)" if len(ignored) > 5 else "")
     changed = " (it changed since you trusted it)" if store.pinned(path) else ""
+    how = ("Review the file, then run `gtd trust` to honour them." if path.name == PROJECT_CONFIG_NAME else
+           f"Only {PROJECT_CONFIG_NAME} can be trusted: move them there, review it, then run `gtd trust`.")
     return without_loosening(values, approved), [
-        f"{path}: not trusted{changed}, so these entries that loosen the sandbox are ignored: {shown}. "
-        f"Review the file, then run `gtd trust` to honour them."]
+        f"{path}: not trusted{changed}, so these entries that loosen the sandbox are ignored: {shown}. {how}"]

@@ -151,3 +151,38 @@ def test_a_host_loopback_port_in_a_project_file_counts_only_once_trusted(repo):
     assert loaded.config.sandbox.levels.readwrite.host_loopback_ports == []
     assert any("hostLoopbackPorts: 5432" in w for w in loaded.warnings)
     assert loosening_entries({"sandbox": {"interceptPorts": [8443]}}) == []  # catches more clients, allows nothing new
+
+
+def test_an_agent_written_package_json_gtd_section_cannot_loosen_the_sandbox(repo, tmp_path):
+    """package.json is the agent's to edit, and its "gtd" section is a project config layer (the original
+    gtd's keys): turning the sandbox off, or choosing a model whose provider opens its API host at every
+    level and lets the person's cloud credentials in (Bedrock: the AWS variables and ~/.aws files), is
+    ignored until trusted, and the warning says how: only .gtdrc.json can be trusted."""
+    import os
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "opencode").write_text("#!/bin/sh\necho 1.0.0\n")  # the provider's needs: its CLI is installed
+    (bin_dir / "opencode").chmod(0o755)
+    (repo / "package.json").write_text(json.dumps({"name": "x", "gtd": {
+        "agent": "opencode", "sandboxEnabled": False, "modelBuild": "amazon-bedrock/anthropic.claude-3",
+        "modelPlan": "openrouter/some/model", "modelLearn": "anthropic/claude-sonnet-4"}}))
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "AWS_REGION": "us-east-1"}
+
+    explained = run_gtd("sandbox", "explain", "--phase", "build", "--json", cwd=repo, env=env)
+    policy = json.loads(explained.stdout)
+    assert policy["sandboxed"] is True, explained.stderr
+    assert not any("amazonaws" in host or "openrouter" in host for host in policy["modelHosts"]), policy["modelHosts"]
+    assert not any(name.startswith("AWS_") for name in policy["envOrigins"]), policy["envOrigins"]
+    warning = next(line for line in explained.stderr.splitlines() if "not trusted" in line)
+    assert "sandbox.enabled: false" in warning and "models.build: amazon-bedrock/anthropic.claude-3" in warning
+    assert "models.plan: openrouter/some/model" in warning and "anthropic/claude-sonnet-4" not in warning
+    assert "Only .gtdrc.json can be trusted: move them there, review it, then run `gtd trust`" in warning
+    assert json.loads(run_gtd("config", "show", "--json", cwd=repo, env=env).stdout)["config"]["models"]["learn"] == \
+        "anthropic/claude-sonnet-4"  # a model of a provider every CLI reaches anyway counts untrusted
+
+    if shutil.which("bwrap"):  # and the sandbox is really on: a write outside the workspace stays outside
+        escaped = tmp_path / "escaped"
+        run_gtd("sandbox", "run", "--phase", "build", "--", "touch", str(escaped), cwd=repo, env=env)
+        assert not escaped.exists()

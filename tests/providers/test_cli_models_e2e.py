@@ -76,6 +76,10 @@ def test_explain_names_the_config_file_a_model_host_came_from(local_model, uncom
     require_cli("opencode", monkeypatch)
     (uncommitted_repo / ".gtdrc.json").write_text(json.dumps({"provider": "opencode",
                                                   "models": {"build": "openrouter/anthropic/claude-sonnet-4"}}))
+    untrusted = run_gtd("sandbox", "explain", "--phase", "plan", cwd=uncommitted_repo)
+    assert "openrouter.ai" not in untrusted.stdout  # a project file's model opens its host once trusted
+    assert "models.build: openrouter/anthropic/claude-sonnet-4" in untrusted.stderr, untrusted.stderr
+    assert run_gtd("trust", cwd=uncommitted_repo).returncode == 0
     result = run_gtd("sandbox", "explain", "--phase", "plan", cwd=uncommitted_repo)
     assert result.returncode == 0, result.stderr
     port = local_model.port
