@@ -22,12 +22,14 @@ from gtd.config.levels import Level, Phase
 from gtd.terminal_text import write
 
 
-def policy_for(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True):
-    """The sandbox policy for the effective config (validated values, no pydantic models)."""
+def policy_for(phase: Phase | None, level: Level | None, directory: Path | None, *, with_provider: bool = True,
+               loaded=None):
+    """The sandbox policy for the effective config (validated values, no pydantic models); `loaded`: that
+    config, when the caller has loaded it already."""
     from gtd.config.view import ConfigView
     from gtd.sandbox.policy import build_policy
 
-    loaded = load_config_at(directory)
+    loaded = loaded or load_config_at(directory)
     workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
     config = ConfigView(loaded.values)
     needs = provider_needs(config, workspace) if with_provider else None
@@ -59,10 +61,36 @@ def provider_needs(config, workspace: Path | None = None):
 def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None, directory: Path | None,
                    non_interactive: bool, pending_json: Path | None) -> int:
     """Run `command` under the policy; gtd's exit status (the command's own, or 4 with requests pending)."""
+    loaded = load_config_at(directory)
+    if sys.platform.startswith("linux"):
+        _first_cgroup_ready(loaded)
+    try:
+        return _run_in_sandbox(command, phase, level, directory, non_interactive, pending_json, loaded)
+    finally:
+        if sys.platform.startswith("linux"):
+            from gtd.sandbox.limits import drop_ready
+
+            drop_ready()
+
+
+def _first_cgroup_ready(loaded) -> None:
+    """The first command's cgroup made and its move primed before the policy is built (limits.make_ready)."""
+    from gtd.config.view import ConfigView
+    from gtd.sandbox.limits import ResourceLimits, make_ready
+
+    try:
+        limits = ResourceLimits.from_config(ConfigView(loaded.values).sandbox.limits)
+    except ValueError:
+        return  # the policy build reports it
+    make_ready(limits)
+
+
+def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None, directory: Path | None,
+                    non_interactive: bool, pending_json: Path | None, loaded) -> int:
     from gtd.sandbox.session import open_sandbox
     from gtd.cli.stderr_tap import StderrTap
 
-    policy = policy_for(phase, level, directory)
+    policy = policy_for(phase, level, directory, loaded=loaded)
     escalator = _escalator(policy, phase, non_interactive)
     if policy.unrestricted:
         why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"

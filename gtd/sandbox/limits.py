@@ -186,6 +186,45 @@ def prime_moves() -> None:
                 continue
 
 
+_ready: CgroupLimit | None = None  # make_ready's, until the session takes it
+
+
+def make_ready(limits: ResourceLimits) -> None:
+    """Make the first command's cgroup and start the priming move (prime_moves) now: `gtd sandbox run` calls
+    this as soon as the config is read, before it builds the policy, so the move's grace period (~10-15 ms)
+    passes while the policy is built and the session starts instead of while the command waits for its own
+    move (~4 ms of every start, once session start had become shorter than a grace period). The cgroup is
+    made first: a mkdir in a cgroup hierarchy waits for a move in flight. The session takes it (take_ready);
+    gtd drops it (drop_ready) if none did. Best effort, like the priming: a failure leaves it to the session."""
+    global _ready
+    drop_ready()
+    support = cgroup_support() if (limits.processes or limits.memory) else {}
+    if not support:
+        return
+    _ready = CgroupLimit(limits, support)
+    from gtd.background import Background
+
+    Background(prime_moves)
+
+
+def take_ready(limits: ResourceLimits, support: dict[str, tuple[str, Path]]) -> CgroupLimit | None:
+    """make_ready's cgroup if it is the one the session would make now (the same limits in the same places),
+    else None (a cgroup made for other limits is removed)."""
+    global _ready
+    ready, _ready = _ready, None
+    if ready is not None and (ready.limits, ready.support) == (limits, support):
+        return ready
+    if ready is not None:
+        ready.remove()
+    return None
+
+
+def drop_ready() -> None:
+    """Remove make_ready's cgroup if no session took it (the sandbox was off, or gtd stopped first)."""
+    if _ready is not None:
+        take_ready(ResourceLimits(), {})
+
+
 def _sweep_stale(parent: Path) -> None:
     """Remove empty cgroups left by a gtd that was killed (named gtd-<pid>-<n>, that pid gone)."""
     try:
@@ -206,6 +245,7 @@ class CgroupLimit:
 
     def __init__(self, limits: ResourceLimits, support: dict[str, tuple[str, Path]]):
         self.limits = limits
+        self.support = support
         self.dirs: list[Path] = []
         self.covered: set[str] = set()
         self._counters: dict[str, Path] = {}  # controller -> the file whose counter says the limit was hit

@@ -136,14 +136,17 @@ class SandboxSession:
                 # First, so the priming cgroup move's grace period (~10-15 ms) runs while the rest is set up.
                 self._layers = KernelLayers.for_policy(self.policy)
                 if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
-                    from gtd.sandbox.limits import prime_moves
+                    from gtd.sandbox.limits import prime_moves, take_ready
 
                     # The first command's cgroup is made before the priming move starts: a mkdir in a cgroup
                     # hierarchy waits for a move in flight and would stall the first command's start here.
-                    self._spare_cgroup = self._layers.cgroup()
+                    # `gtd sandbox run` made both before building the policy (limits.make_ready).
+                    ready = take_ready(self._layers.limits, self._layers.cgroups)
+                    self._spare_cgroup = ready or self._layers.cgroup()
                     if self._spare_cgroup is not None:
                         self._cgroups.append(self._spare_cgroup)
-                    Background(prime_moves)
+                    if ready is None:
+                        Background(prime_moves)
                 from gtd.sandbox.seccomp import cached_filter
 
                 try:

@@ -463,6 +463,43 @@ def test_the_landlock_abi_is_probed_once_per_boot_and_context_and_probed_again_o
     assert kernel.landlock_abi() == abi_version()
 
 
+def test_the_first_cgroup_made_before_the_policy_is_taken_only_for_the_same_limits(sandbox, repo):
+    """`gtd sandbox run` makes the first command's cgroup (and primes the move) once the config is read
+    (limits.make_ready): the session runs its first command in it when its limits are the ones it was made
+    for, removes it otherwise, and one no session took is removed by drop_ready."""
+    from gtd.sandbox import limits
+
+    support = limits.cgroup_support()
+    if "pids" not in support:
+        pytest.skip("no writable pids cgroup here")
+    parent = support["pids"][1]
+
+    def ours():
+        return sorted(p.name for p in parent.iterdir() if p.name.startswith(f"gtd-{os.getpid()}-"))
+
+    limits.make_ready(limits.ResourceLimits(processes=100))
+    ready = ours()
+    assert len(ready) == 1 and (parent / ready[0] / "pids.max").read_text().strip() == "100"
+    s = sandbox(Level.READONLY, config=_limited(processes=100))
+    marker = ":pids:" if support["pids"][0] == "v1" else "0::"
+    inside = next(line.rsplit("/", 1)[1] for line in sh(s, "cat /proc/self/cgroup", repo).stdout.decode().splitlines()
+                  if marker in line)
+    assert inside == ready[0]
+    s.close()
+    assert ours() == []
+    limits.make_ready(limits.ResourceLimits(processes=100))
+    other = ours()
+    s = sandbox(Level.READONLY, config=_limited(processes=50))  # other limits: not that cgroup
+    assert other[0] not in ours() and (parent / ours()[0] / "pids.max").read_text().strip() == "50"
+    s.close()
+    limits.make_ready(limits.ResourceLimits(processes=100))
+    assert len(ours()) == 1
+    limits.drop_ready()
+    assert ours() == []
+    limits.make_ready(limits.ResourceLimits())  # no limit: nothing made
+    assert ours() == []
+
+
 def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
     """prime_moves (session start) moves gtd into the cgroup it already is in: nothing changes."""
     from gtd.sandbox.limits import prime_moves
