@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from typing import Iterator
 
 from gtd.cli.context import run_context, stdout
 from gtd.cli.run_options import RunOptions
 from gtd.errors import GtdError, Interrupted
 from gtd.exitcodes import ExitCode
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 
 @contextmanager
@@ -73,6 +76,10 @@ def next_step(options: RunOptions, run_all: bool) -> None:
 def run_phase(options: RunOptions, command: str, *, goal: str | None = None, one: bool = False) -> None:
     """`gtd plan [GOAL]`, `gtd build [--one]` or `gtd learn`, however the command line was parsed
     (typer's commands in cli/workflow_cmds.py, or the fast parser in cli/entry.py)."""
+    if command == "plan":  # its first commit formats TODO.md: mdformat loads meanwhile, from the start
+        from gtd.workflow import markdown
+
+        markdown.prepare_in_background()
     with workflow(options) as ctx:
         if command == "plan":
             from gtd.workflow.plan import plan

@@ -12,7 +12,6 @@ import re
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gtd import workspace_files
 from gtd.audit import AuditLog
@@ -23,6 +22,8 @@ from gtd.escalation.pending import PendingStore
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
 from gtd.record import record
 from gtd.terminal_text import markup
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 
 # What only an escalation needs (pydantic's request model, the config writer, filelock, rich's prompt) is
 # imported when one happens: every phase would pay ~100 ms for them (issue 13).

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gtd.errors import GtdError
 from gtd.paths import project_state_dir
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:  # imported when a request is stored or read: every phase creates a PendingStore
     from filelock import FileLock
 

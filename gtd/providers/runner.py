@@ -21,7 +21,6 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from typing import IO, Callable, Literal, Protocol, Sequence
 
 from gtd.providers.base import AgentRequest, Provider
 from gtd.providers.events import AgentEvent, EventKind
@@ -36,20 +35,22 @@ NOISE_LINES = 20  # non-event stdout lines kept for the error message
 READER_JOIN_SECONDS = 2.0
 EXIT_GRACE_SECONDS = 2.0  # after the CLI exits, how long its leftovers may keep stdout open  # after the kill, how long to wait for the pipes to drain
 
-Stopped = Literal[None, "forbidden_tool", "inactivity_timeout", "tool_timeout", "run_timeout", "interrupted"]
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:  # names for annotations only
+    from typing import IO, Callable, Literal, Protocol, Sequence
 
+    Stopped = Literal[None, "forbidden_tool", "inactivity_timeout", "tool_timeout", "run_timeout", "interrupted"]
 
-class ProcessLauncher(Protocol):
-    """Starts a command in its own process group (start_new_session): the sandbox session implements it."""
+    class ProcessLauncher(Protocol):
+        """Starts a command in its own process group (start_new_session): the sandbox session implements it."""
 
-    def popen(self, argv: Sequence[str], *, cwd, env: dict | None = None, stdin=None, stdout=None,
-              stderr=None) -> subprocess.Popen: ...
+        def popen(self, argv: Sequence[str], *, cwd, env: dict | None = None, stdin=None, stdout=None,
+                  stderr=None) -> subprocess.Popen: ...
 
-
-class TimeoutSettings(Protocol):
-    inactivity_seconds: float
-    run_seconds: float
-    # tool_seconds: float -- optional; a tool call in progress may stay silent this long (default: run_seconds)
+    class TimeoutSettings(Protocol):
+        inactivity_seconds: float
+        run_seconds: float
+        # tool_seconds: float -- optional; a tool call in progress may stay silent this long (default: run_seconds)
 
 
 # The setting a person raises for each kind of stop (as spelled in the config files).

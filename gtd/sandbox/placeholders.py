@@ -57,11 +57,9 @@ def empty_file() -> Path:
 
 def settle_leftovers(workspace: Path) -> list[tuple[Path, str]]:
     """Settle what a killed session left (when no session runs): called before gtd commits the
-    person's edits, so a planted protected path or an empty placeholder is never committed."""
-    registry = PlaceholderRegistry(workspace)
-    settled = registry.enter()
-    registry.exit()
-    return settled
+    person's edits, so a planted protected path or an empty placeholder is never committed. (What a
+    session's enter() and exit() would both do, settled once.)"""
+    return PlaceholderRegistry(workspace).settle_alone()
 
 
 class PlaceholderRegistry:
@@ -78,16 +76,28 @@ class PlaceholderRegistry:
     def enter(self) -> list[tuple[Path, str]]:
         """Join the running sessions. When none is running, first settle what a killed session left:
         returns (path, what happened) for each path that needed it."""
-        self._active_fd = os.open(self._active_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        settled: list[tuple[Path, str]] = []
-        try:
-            fcntl.flock(self._active_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            pass  # other sessions are running: the last of them settles the list
-        else:
-            settled = self._settle()
+        self._active_fd = self._open_active()
+        settled = self._settle_if_alone(self._active_fd)
         fcntl.flock(self._active_fd, fcntl.LOCK_SH)
         return settled
+
+    def settle_alone(self) -> list[tuple[Path, str]]:
+        """Settle the list when no session is running (joining none)."""
+        fd = self._open_active()
+        try:
+            return self._settle_if_alone(fd)
+        finally:
+            os.close(fd)
+
+    def _open_active(self) -> int:
+        return os.open(self._active_path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+
+    def _settle_if_alone(self, active_fd: int) -> list[tuple[Path, str]]:
+        try:
+            fcntl.flock(active_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return []  # other sessions are running: the last of them settles the list
+        return self._settle()
 
     def add(self, created: list[Path] = (), *, placeholders: list[Path] = (),
             watched: list[tuple[Path, Path]] = (), parents: list[Path] = ()) -> None:

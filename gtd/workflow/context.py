@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Callable
-
-from typing import TYPE_CHECKING
 
 from gtd.audit import AuditLog
 from gtd.config.levels import Level, Phase
@@ -16,7 +13,11 @@ from gtd.providers.base import Provider
 from gtd.record import field, record
 from gtd.workflow.progress import Progress
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+
 if TYPE_CHECKING:
+    from typing import Callable
+
     from gtd.config.loader import LoadedConfig
 
 

@@ -7,10 +7,13 @@ import re
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from gtd.errors import GtdError
 from gtd.record import record
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 # Used when the repository has no identity configured (fresh CI machines, temp demo repos).
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "gtd", "GIT_AUTHOR_EMAIL": "gtd@localhost",
@@ -57,22 +60,52 @@ def _host_env(repo: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     return host_environment([repo], {**os.environ, **(env or {})})
 
 
+class Running:
+    """A git run started and read later (`start`): gtd's other work, or another git run, goes on meanwhile."""
+
+    def __init__(self, repo: Path, args: tuple[str, ...], env: dict[str, str] | None = None):
+        self.args = args
+        self._process = subprocess.Popen([*_host_git(repo), *args], cwd=repo, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, **OUTPUT, env=_host_env(repo, env))
+
+    def output(self, check: bool = True) -> str:
+        """Its stdout, once it ended; GtdError when it failed and `check`. Interrupted (Ctrl-C), it is killed
+        (as subprocess.run does)."""
+        try:
+            stdout, stderr = self._process.communicate()
+        except BaseException:
+            self._process.kill()
+            self._process.wait()
+            raise
+        if check and self._process.returncode != 0:
+            raise GtdError(f"git {' '.join(self.args)} failed: {stderr.strip() or stdout.strip()}")
+        return stdout
+
+
+def start(repo: Path, *args: str, env: dict[str, str] | None = None) -> Running:
+    return Running(repo, args, env)
+
+
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
-    result = subprocess.run(
-        [*_host_git(repo), *args], cwd=repo, capture_output=True, **OUTPUT, env=_host_env(repo, env)
-    )
-    if check and result.returncode != 0:
-        raise GtdError(f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
-    return result.stdout
+    return start(repo, *args, env=env).output(check)
 
 
-_IDENTITIES: dict[Path, dict[str, str]] = {}  # asked once per repository and process (gtd never sets one)
+_IDENTITIES: dict[Path, dict[str, str] | Running] = {}  # asked once per repository and process (gtd never sets one)
+
+
+def _ask_identity(repo: Path) -> None:
+    """Start asking whether the person has an identity for this repository (the first commit's `git add`
+    runs meanwhile)."""
+    if repo not in _IDENTITIES:
+        _IDENTITIES[repo] = start(repo, "config", "user.email")
 
 
 def _identity_env(repo: Path) -> dict[str, str]:
-    if repo not in _IDENTITIES:
-        _IDENTITIES[repo] = {} if git(repo, "config", "user.email", check=False).strip() else FALLBACK_IDENTITY
-    return _IDENTITIES[repo]
+    _ask_identity(repo)
+    asked = _IDENTITIES[repo]
+    if isinstance(asked, Running):
+        asked = _IDENTITIES[repo] = {} if asked.output(check=False).strip() else FALLBACK_IDENTITY
+    return asked
 
 
 @contextmanager
@@ -129,6 +162,7 @@ def _message(text: str) -> str:
 
 def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out: list[str] | None = None) -> str | None:
     """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
+    _ask_identity(repo)
     git(repo, "add", "-A")
     if leave_out:
         git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)

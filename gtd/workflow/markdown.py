@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gtd.workflow import format_helper
 from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo_text, write_todo
 
 
@@ -44,14 +45,26 @@ def _mdformat():
     return mdformat
 
 
-def normalized(text: str) -> str:
-    """The text as mdformat writes it; the text unchanged if formatting would change the plan's items."""
+def _warmed():
+    """mdformat with its patterns compiled (its first call compiles them)."""
     mdformat = _mdformat()
+    mdformat.text("# Plan\n\n- [ ] item &amp; `code`\n")
+    return mdformat
 
+
+def normalized(text: str) -> str:
+    """The text as mdformat writes it (by the helper process when one runs: format_helper); the text
+    unchanged if formatting would change the plan's items."""
     try:
-        formatted = mdformat.text(text)
-    except Exception:  # noqa: BLE001 - a formatter bug must never lose the person's plan
+        formatted = format_helper.format_text(text)
+    except format_helper.FormatFailed:
         return text
+    if formatted is None:
+        mdformat = _mdformat()
+        try:
+            formatted = mdformat.text(text)
+        except Exception:  # noqa: BLE001 - a formatter bug must never lose the person's plan
+            return text
     before, after = parse_todo(text), parse_todo(formatted)
     same = [(i.text, i.done, i.package) for i in before.items] == [(i.text, i.done, i.package) for i in after.items]
     return formatted if same and before.title == after.title else text
@@ -61,12 +74,15 @@ _prepared = False
 
 
 def prepare_in_background() -> None:
-    """Load mdformat and let it compile its patterns (about 50 ms, its first call) on a background
-    thread: started while the agent runs, so formatting TODO.md afterwards takes milliseconds."""
+    """Load mdformat (about 60 ms of CPU, its imports and first call) beside this process's work, so
+    formatting TODO.md later takes milliseconds: in a forked helper process where that is safe (a
+    process with one thread, on Linux: format_helper), else on a background thread."""
     global _prepared
     if _prepared:
         return
     _prepared = True
+    if format_helper.start(_warmed):
+        return
     import threading
 
     threading.Thread(target=_prepare, daemon=True, name="gtd-mdformat-prepare").start()
@@ -74,7 +90,7 @@ def prepare_in_background() -> None:
 
 def _prepare() -> None:
     try:
-        _mdformat().text("# Plan\n\n- [ ] item &amp; `code`\n")
+        _warmed()
     except Exception:  # noqa: BLE001 - only a head start; normalized() reports nothing either
         pass
 

@@ -12,7 +12,6 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
@@ -29,6 +28,8 @@ from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 
 if TYPE_CHECKING:  # a pydantic model, imported when the agent hits the boundary (issue 13: start-up)
     from gtd.escalation.request import EscalationRequest

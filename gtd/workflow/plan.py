@@ -14,7 +14,7 @@ from gtd.workflow import markdown
 from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.markers import remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
-from gtd.workflow.steps import Step, commit_human_edits, marker_lines, message, step_of_subject
+from gtd.workflow.steps import Step, commit_human_edits, marker_lines, marker_search, message, step_of_subject
 from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, write_todo
 
 AGENTS_FILE = "AGENTS.md"
@@ -48,7 +48,7 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         raise GtdError(f"nothing to plan: there is no {TODO_FILE} and no goal. Run `gtd plan \"<goal>\"`, or write "
                        f"your goal into {TODO_FILE}.", exit_code=ExitCode.USAGE)
     # TODO.md is formatted before this phase commits (the seed, when it changed) and after the agent: mdformat
-    # loads meanwhile, on a thread that mostly runs while this one waits for git.
+    # loads meanwhile (`gtd plan` starts it before its run context, cli/workflow_run.py).
     markdown.prepare_in_background()
     provider = ctx.provider  # a missing agent CLI fails here, before the goal is written into TODO.md
     if goal:
@@ -57,9 +57,11 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     commit_human_edits(ctx.repo, ctx.progress)
     ctx.progress.phase("plan", level=ctx.level_for(Phase.PLAN).value, provider=provider.name)
     agent = PhaseAgent(ctx, Phase.PLAN)
+    markers = marker_search(ctx.repo)  # searches while the feedback is read
     prompt = render("plan", goal=f"Goal: {goal}" if goal else "Refine the plan in TODO.md.",
                     todo=read_text(ctx, TODO_FILE), feedback=feedback_since_plan(ctx),
-                    markers="\n".join(marker_lines(ctx.repo)) or "(none)", agents=read_text(ctx, AGENTS_FILE))
+                    markers="\n".join(marker_lines(ctx.repo, search=markers)) or "(none)",
+                    agents=read_text(ctx, AGENTS_FILE))
     system = render("system_plan")
     for attempt in range(ctx.config.plan_retries + 1):
         agent.ask(prompt, system_prompt=system, editable_paths=[TODO_FILE])

@@ -20,13 +20,15 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any, Callable
 
 from gtd.providers.events import AgentEvent, EventKind, token_counts
 from gtd.record import field, record
 from gtd.terminal_text import markup, visible
 
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:  # rich is imported for the live view only: plain lines need none (cli/context.py LazyConsole)
+    from typing import IO, Any, Callable
+
     from rich.console import Console, Group
     from rich.live import Live
 

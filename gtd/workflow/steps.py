@@ -169,10 +169,11 @@ class _Split:
     mixed: dict[str, str] = field(default_factory=dict)  # path -> the patch of its fix hunks only
 
 
-def _bookkeeping_only(repo: Path, has_head: bool) -> bool:
+def _bookkeeping_only(repo: Path, in_head: bool) -> bool:
     """The TODO.md change only adds learnings and/or ticks items the person did by hand: nothing
-    for the agent to plan (so it leads on to build or learn, not to a re-plan)."""
-    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if has_head else ""
+    for the agent to plan (so it leads on to build or learn, not to a re-plan). `in_head`: whether
+    HEAD may hold a TODO.md to compare with."""
+    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if in_head else ""
     new = read_todo(repo)
     if not old or new is None:
         return False
@@ -211,11 +212,13 @@ def _adds_marker_text(hunk: str) -> bool:
 def _split(repo: Path, changed: list[git.Change]) -> _Split:
     split = _Split()
     has_head = git.has_commits(repo)
+    # A TODO.md that is only untracked (a new plan's seed) is in no commit: HEAD has none to show.
+    todo_in_head = has_head and any(c.path == TODO_FILE and c.status != "??" for c in changed)
     diffs = git.diffs_from_head(repo, [c.path for c in changed if c.path != TODO_FILE and c.status != "??"]) \
         if has_head else {}
     for change in changed:
         if change.path == TODO_FILE:
-            (split.fix_files if _bookkeeping_only(repo, has_head) else split.feedback_files).append(change.path)
+            (split.fix_files if _bookkeeping_only(repo, todo_in_head) else split.feedback_files).append(change.path)
         elif change.status == "??":
             try:
                 text = workspace_files.read_text(repo, change.path)
@@ -338,10 +341,15 @@ def _show(progress, repo: Path, sha: str) -> None:
         progress.committed(subject, sha, git.commit_files(repo, sha), step=(step_of_subject(subject) or Step.FIX).value)
 
 
-def marker_lines(repo: Path, limit: int = 50) -> list[str]:
-    """Code lines with TODO:/FIXME:/FIX:/HACK:/XXX: markers (outside TODO.md), for the plan prompt."""
-    out = git.git(repo, "grep", "-n", "-i", "-E", MARKER_GREP, "--", ".", f":!{TODO_FILE}", check=False)
-    return out.splitlines()[:limit]
+def marker_search(repo: Path) -> git.Running:
+    """The `git grep` marker_lines reads, started: other git runs can go on while it searches."""
+    return git.start(repo, "grep", "-n", "-i", "-E", MARKER_GREP, "--", ".", f":!{TODO_FILE}")
+
+
+def marker_lines(repo: Path, limit: int = 50, *, search: git.Running | None = None) -> list[str]:
+    """Code lines with TODO:/FIXME:/FIX:/HACK:/XXX: markers (outside TODO.md), for the plan prompt:
+    read from `search` (marker_search, started earlier) when given."""
+    return (search or marker_search(repo)).output(check=False).splitlines()[:limit]
 
 
 def predict(repo: Path) -> dict:

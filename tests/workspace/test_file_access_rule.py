@@ -28,6 +28,7 @@ ALLOWED = {
     ("workflow/git.py", "temporary_index"): "a throw-away git index in the system temp dir",
     ("workflow/leftovers.py", "untouched"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
+    ("workflow/format_helper.py", "_detach"): "the forked formatter's stdio becomes /dev/null",
     ("workflow/phase_agent.py", "_create_approved_path"):
         "checks a path resolve_write_target already resolved; creation is workspace_files.create_resolved",
     ("escalation/pending.py", "_lock"): "lock file in gtd's per-project state dir",
