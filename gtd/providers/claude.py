@@ -53,7 +53,7 @@ class ClaudeProvider(Provider):
             for rule in claude_cloud_hosts(kind):
                 needs.model_hosts.append(rule)
                 needs.model_host_origins[rule] = why
-            needs.add_cloud(cloud_credentials(kind, why, Path(os.environ.get("HOME") or Path.home())))
+            needs.add_cloud(cloud_credentials(kind, why, Path(os.environ.get("HOME") or Path.home()), workspace=workspace))
         return needs
 
     def prepare(self) -> None:

@@ -100,18 +100,21 @@ def chosen_clouds(chosen: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def add_chosen_clouds(needs, chosen: Iterable[tuple[str, str]], environ: Mapping[str, str] | None = None):
+def add_chosen_clouds(needs, chosen: Iterable[tuple[str, str]], environ: Mapping[str, str] | None = None,
+                      workspace: Path | None = None):
     """`needs` (a SandboxNeeds) with the credentials of every cloud provider among the chosen
     opencode/pi models (model, where chosen) added; nothing for any other provider."""
     environ = os.environ if environ is None else environ
     home = Path(environ.get("HOME") or Path.home())
     for kind, why in chosen_clouds(chosen):
-        needs.add_cloud(cloud_credentials(kind, why, home, environ))
+        needs.add_cloud(cloud_credentials(kind, why, home, environ, workspace))
     return needs
 
 
-def cloud_credentials(kind: str, why: str, home: Path, environ: Mapping[str, str] | None = None) -> CloudCredentials:
-    """The variables and files `kind` (BEDROCK or VERTEX) reads, each with `why` it was chosen."""
+def cloud_credentials(kind: str, why: str, home: Path, environ: Mapping[str, str] | None = None,
+                      workspace: Path | None = None) -> CloudCredentials:
+    """The variables and files `kind` (BEDROCK or VERTEX) reads, each with `why` it was chosen. An AWS config
+    in `workspace`, or reached through a link there, is the agent's: it does not decide about the SSO cache."""
     environ = os.environ if environ is None else environ
     chosen = f"chosen by {why}"
     found = CloudCredentials()
@@ -123,7 +126,7 @@ def cloud_credentials(kind: str, why: str, home: Path, environ: Mapping[str, str
         found.files[config] = f"{BEDROCK}'s AWS config{named['AWS_CONFIG_FILE']}, {chosen}"
         found.files[credentials] = f"{BEDROCK}'s AWS credentials{named['AWS_SHARED_CREDENTIALS_FILE']}, {chosen}"
         profile = environ.get("AWS_PROFILE") or "default"
-        if _uses_sso(config, profile):
+        if _uses_sso(config, profile, workspace):
             found.files[home / ".aws" / "sso" / "cache"] = (f"{BEDROCK}'s SSO token cache (profile {profile} signs in "
                                                             f"with SSO), {chosen}")
     elif kind == VERTEX:
@@ -149,16 +152,16 @@ def _path(value: str | None, home: Path) -> Path | None:
     return Path(text)
 
 
-def _uses_sso(config: Path, profile: str) -> bool:
+def _uses_sso(config: Path, profile: str, workspace: Path | None = None) -> bool:
     """Whether `profile` in the AWS config file signs in through IAM Identity Center (sso_session or
-    sso_start_url): only then is the SSO token cache needed. Unreadable or garbage: no. Links are followed
-    (read_metadata_text): the file is the person's ~/.aws/config (protected inside) or the one their
-    AWS_CONFIG_FILE names, and at most it adds the same account's token cache to files Bedrock gets anyway."""
+    sso_start_url): only then is the SSO token cache needed. Unreadable or garbage, or the agent's (in the
+    workspace: a relative AWS_CONFIG_FILE, a ~/.aws/config linked there): no, or it could have the person's
+    SSO tokens mounted for it."""
     import configparser
 
     from gtd.workspace_files import read_metadata_text
 
-    text = read_metadata_text(config, limit=MAX_AWS_CONFIG_BYTES)
+    text = read_metadata_text(config, limit=MAX_AWS_CONFIG_BYTES, untrusted=workspace)
     if text is None:
         return False
     parser = configparser.ConfigParser(interpolation=None, strict=False)

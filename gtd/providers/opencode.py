@@ -66,7 +66,7 @@ class OpencodeProvider(Provider):
             writable_dirs=[self.home / d for d in ("data", "state", "cache")],
             protected_paths=[self.home / "config", *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
-        ), chosen)
+        ), chosen, workspace=workspace)
 
     def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
         """The whole opencode config for one run. `own`: the person's settings, whose definition of

@@ -62,7 +62,7 @@ class PiProvider(Provider):
             writable_dirs=[self.sessions_dir],
             protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
             env_passthrough=list(CREDENTIAL_ENV),
-        ), chosen)
+        ), chosen, workspace=workspace)
 
     @property
     def sessions_dir(self) -> Path:

@@ -196,6 +196,28 @@ def test_the_sso_cache_is_passed_only_for_a_profile_that_signs_in_with_sso(repo,
     assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
 
 
+@pytest.mark.parametrize("where", ["AWS_CONFIG_FILE", "link"])
+def test_an_aws_config_in_the_workspace_does_not_bring_the_sso_cache(repo, aws_home, monkeypatch, where):
+    # The SSO token cache is mounted for a profile that signs in with SSO. An AWS config the agent can write (a
+    # relative AWS_CONFIG_FILE, a ~/.aws/config linked into the workspace) decided it: the agent added an
+    # sso_session and had the person's SSO tokens mounted in its next sandbox.
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    monkeypatch.setenv("AWS_PROFILE", "planted")
+    (repo / "aws-config").write_text("[profile planted]\nsso_session = corp\n")
+    if where == "link":
+        (aws_home / ".aws/config").unlink()
+        (aws_home / ".aws/config").symlink_to(repo / "aws-config")
+    else:
+        monkeypatch.chdir(repo)
+        monkeypatch.setenv("AWS_CONFIG_FILE", "aws-config")
+    provider = ClaudeProvider(config_dir=aws_home / ".gtd-claude")
+    assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
+    (aws_home / ".aws/config").unlink()
+    (aws_home / ".aws/config").write_text("[profile planted]\nsso_session = corp\n")  # the person's own: honoured
+    monkeypatch.delenv("AWS_CONFIG_FILE", raising=False)
+    assert aws_home / ".aws/sso/cache" in provider.sandbox_needs(repo).credential_files
+
+
 def test_explain_names_where_the_cloud_variables_and_files_came_from(repo, aws_home, monkeypatch):
     if shutil.which("claude") is None:
         pytest.skip("claude is not installed (scripts/install-agents): explain shows no provider's needs without it")
