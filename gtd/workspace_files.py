@@ -293,7 +293,7 @@ def resolve_visiting(path: str | os.PathLike) -> tuple[str, list[str]]:
     where the agent writes (`~/cfg -> proj/.venv/pip.conf -> ...` ends elsewhere but passes the workspace)."""
     text = os.fspath(path)
     pending = (text if os.path.isabs(text) else os.path.join(os.getcwd(), text)).split(os.sep)[::-1]
-    current, visited, links = os.sep, [], 0
+    current, visited, links, gone = os.sep, [], 0, False
     while pending:
         name = pending.pop()
         if name in ("", "."):
@@ -304,10 +304,13 @@ def resolve_visiting(path: str | os.PathLike) -> tuple[str, list[str]]:
         candidate = os.path.join(current, name)
         visited.append(candidate)
         try:
-            target = os.readlink(candidate)
-        except OSError:  # not a link, or not there: taken as spelled, as realpath does
+            is_link = not gone and stat.S_ISLNK(os.lstat(candidate).st_mode)
+        except OSError:  # not there (nor anything below it): the rest is taken as spelled, as realpath does
+            gone, is_link = True, False
+        if not is_link:
             current = candidate
             continue
+        target = os.readlink(candidate)
         links += 1
         if links > _MAX_LINKS:
             return candidate, visited  # a loop: opening it fails (ELOOP), nothing is read
