@@ -261,6 +261,10 @@ def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES,
     followed); with `untrusted` (the workspace), a file there, or reached through a link there, is None:
     the agent wrote or linked it. Still only regular files (a FIFO cannot hang gtd), capped. None when
     missing or refused."""
+    try:
+        os.stat(path)  # most of the config files looked for are not there: nothing to resolve then
+    except OSError:
+        return None
     real, visited = resolve_visiting(path)
     if untrusted is not None:
         roots = {os.path.abspath(untrusted), os.path.realpath(untrusted)}
