@@ -210,19 +210,23 @@ def make_ready(limits: ResourceLimits) -> None:
 def take_ready(limits: ResourceLimits, support: dict[str, tuple[str, Path]]) -> CgroupLimit | None:
     """make_ready's cgroup if it is the one the session would make now (the same limits in the same places),
     else None (a cgroup made for other limits is removed)."""
-    global _ready
-    ready, _ready = _ready, None
-    if ready is not None and (ready.limits, ready.support) == (limits, support):
-        return ready
-    if ready is not None:
-        ready.remove()
+    if _ready is not None and (_ready.limits, _ready.support) == (limits, support):
+        return _take()
+    drop_ready()
     return None
 
 
 def drop_ready() -> None:
     """Remove make_ready's cgroup if no session took it (the sandbox was off, or gtd stopped first)."""
-    if _ready is not None:
-        take_ready(ResourceLimits(), {})
+    ready = _take()
+    if ready is not None:
+        ready.remove()
+
+
+def _take() -> CgroupLimit | None:
+    global _ready
+    ready, _ready = _ready, None
+    return ready
 
 
 def _sweep_stale(parent: Path) -> None:
