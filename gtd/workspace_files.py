@@ -251,6 +251,22 @@ def exists(root: Path, path: str | os.PathLike) -> bool:
         return found is not None
 
 
+def root_names(root: Path) -> frozenset[str] | None:
+    """The names of the entries directly in the workspace root (listed, nothing followed or opened), None when
+    it cannot be listed. For a caller that asks about many names of which few exist (the config loader's
+    ~20 candidate files): a name not listed is absent; one that is, is read through the functions above."""
+    try:
+        fd = _open_root(root)
+    except OSError:
+        return None
+    try:
+        return frozenset(os.listdir(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES,
                        untrusted: str | os.PathLike | None = None) -> str | None:
     """Files gtd only parses, in or out of the workspace: git metadata for paths to protect (`.git`

@@ -8,6 +8,7 @@ its user files under the user config, its project files (and GTD_TEST_CMD) under
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gtd import workspace_files
@@ -110,12 +111,16 @@ class _ProjectFiles:
     def __init__(self, root: Path):
         self.root = root
         self._found: dict[str, bytes | None | workspace_files.UnsafeWorkspacePath] = {}
+        self._listed: frozenset[str] | None = None  # the root's entries, listed once: most candidates are absent
 
     def content(self, name: str) -> bytes | None:
         """The file's bytes, None when absent; a symlink or special file is UnsafeWorkspacePath."""
         if name not in self._found:
+            if self._listed is None:
+                self._listed = workspace_files.root_names(self.root) or frozenset()
             try:
-                self._found[name] = workspace_files.read_bytes(self.root, name)
+                absent = os.sep not in name and name not in self._listed and bool(self._listed)
+                self._found[name] = None if absent else workspace_files.read_bytes(self.root, name)
             except workspace_files.UnsafeWorkspacePath as exc:
                 self._found[name] = exc
         found = self._found[name]
@@ -217,8 +222,6 @@ def load_config(
     project = _ProjectFiles(project_path.parent)
     if cache_dir is None or (project_filter is not None and filter_inputs is None):
         return _load(repo_root, cwd, flags, project_filter, user_path, project_path, project)[0]
-    import os
-
     from gtd.config import cache
     from gtd.config.original import SCRIPT_FILES, project_candidates
 

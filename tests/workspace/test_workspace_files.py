@@ -156,3 +156,24 @@ def test_create_resolved_makes_files_and_directories_without_following_links(ws,
     with pytest.raises(UnsafeWorkspacePath):
         wf.create_resolved(ws / "a" / "c" / "d", directory=True)
     assert os.listdir(elsewhere) == []
+
+
+def test_root_names_lists_the_root_without_opening_or_following_anything(ws, secret):
+    """The config loader asks for ~20 candidate files: the names listed once, a name not there is absent, and
+    what is there (a symlink too) is still read through read_bytes, which refuses a link."""
+    (ws / "package.json").write_text("{}")
+    os.symlink(secret / "key", ws / ".gtdrc.json")
+    assert wf.root_names(ws) == {"docs", "package.json", ".gtdrc.json"}
+    assert wf.root_names(ws / "absent") is None
+
+
+def test_the_config_loader_still_refuses_a_symlinked_project_config_it_found_listed(ws, secret):
+    from gtd.config.loader import _ProjectFiles
+
+    os.symlink(secret / "key", ws / ".gtdrc.json")
+    (ws / "gtd.config.json").write_text('{"provider": "scripted"}')
+    files = _ProjectFiles(ws)
+    assert files.content(".gtdrc.yaml") is None  # not listed: absent, nothing opened
+    assert files.content("gtd.config.json") == b'{"provider": "scripted"}'
+    with pytest.raises(UnsafeWorkspacePath):
+        files.content(".gtdrc.json")
