@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from gtd import workspace_files
+from gtd.workflow import git
 from gtd.workflow.steps import MARKER_RE, marker_lines
 
 _COMMENT = re.compile(r"(#|//|--|;|/\*|<!--|\*)")
@@ -36,10 +37,11 @@ def cited(todo_text: str, path: str, number: int) -> bool:
     return re.search(rf"(?<![\w./-]){re.escape(path)}:{number}(?!\d)", todo_text) is not None
 
 
-def remove_absorbed(repo: Path, todo_text: str) -> list[str]:
-    """Remove the markers TODO.md cites by `path:line`. Returns `path:line` of each one removed."""
+def remove_absorbed(repo: Path, todo_text: str, *, search: git.Running | None = None) -> list[str]:
+    """Remove the markers TODO.md cites by `path:line` (found by `search`, a marker_search started
+    earlier, when given). Returns `path:line` of each one removed."""
     by_file: dict[str, list[int]] = {}
-    for entry in marker_lines(repo, limit=1000):
+    for entry in marker_lines(repo, limit=1000, search=search):
         path, _, rest = entry.partition(":")
         number, _, _text = rest.partition(":")
         if number.isdigit() and cited(todo_text, path, int(number)):

@@ -68,8 +68,9 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         todo = read_todo(ctx.repo)
         errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
         if not errors:
+            markers = marker_search(ctx.repo)  # searches the code (never TODO.md) while TODO.md is formatted
             normalize_todo(ctx.repo)
-            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "")
+            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", search=markers)
             if absorbed:
                 ctx.progress.info(f"removed the marker(s) the plan took over from the code: {markup(', '.join(absorbed))}")
             sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))

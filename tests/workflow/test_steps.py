@@ -226,3 +226,21 @@ def test_absorbing_a_marker_counts_lines_as_git_does(repo):
     git(repo, "commit", "-q", "-m", "code")
     assert remove_absorbed(repo, "- [ ] x (app.py:4)\n") == ["app.py:4"]
     assert (repo / "app.py").read_text() == "a = 1\n\x0c\n# TODO: kept\ny = 2\n"
+
+
+def test_a_marker_search_started_earlier_reads_what_the_search_then_found(repo):
+    """plan starts the search before it formats TODO.md (markers.remove_absorbed's `search`): the code's
+    markers are cut as when searched at once, and TODO.md, never searched, is left to the formatter."""
+    from gtd.workflow.markers import remove_absorbed
+    from gtd.workflow.steps import marker_lines, marker_search
+
+    (repo / "app.py").write_text("x = 1  # TODO: cited\n# FIXME: not cited\n")
+    (repo / "TODO.md").write_text("- [ ] x (app.py:1, TODO.md:1)\n<!-- TODO: in the plan -->\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code")
+    assert marker_lines(repo, search=marker_search(repo)) == marker_lines(repo) == \
+        ["app.py:1:x = 1  # TODO: cited", "app.py:2:# FIXME: not cited"]
+    search = marker_search(repo)
+    assert remove_absorbed(repo, (repo / "TODO.md").read_text(), search=search) == ["app.py:1"]
+    assert (repo / "app.py").read_text() == "x = 1\n# FIXME: not cited\n"
+    assert (repo / "TODO.md").read_text().endswith("<!-- TODO: in the plan -->\n")
