@@ -42,11 +42,7 @@ def start(load: Callable[[], object]) -> bool:
     global _helper
     if _helper is not None:
         return True
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return False
-    import threading
-
-    if threading.active_count() != 1:
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or not _only_thread():
         return False
     request_r, request_w = os.pipe()
     reply_r, reply_w = os.pipe()
@@ -66,6 +62,15 @@ def start(load: Callable[[], object]) -> bool:
 
     atexit.register(stop)
     return True
+
+
+def _only_thread() -> bool:
+    """Whether this process has a single thread, as the kernel counts them: threading.active_count() does
+    not count threads started with _thread (gtd.background's, the proxy relay's)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def format_text(text: str) -> str | None:

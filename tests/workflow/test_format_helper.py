@@ -162,6 +162,24 @@ def test_stop_ends_and_reaps_the_helper_and_a_second_thread_means_no_fork():
     assert result.stdout.split() == ["False", "None", "False"]
 
 
+def test_a_thread_threading_does_not_know_of_means_no_fork_either():
+    """gtd.background's and the proxy relay's threads are started with _thread, which
+    threading.active_count() does not count: a fork beside one could copy a module lock it holds."""
+    result = run_python("""
+        import _thread
+        from gtd.background import Background
+        from gtd.workflow import format_helper, markdown
+        held = _thread.allocate_lock()
+        held.acquire()
+        waiting = Background(held.acquire)
+        print(format_helper.start(markdown._warmed), format_helper._helper)
+        held.release()
+        waiting.join()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "None"]
+
+
 def test_the_helper_ends_when_gtd_ends_without_stopping_it():
     """Killed gtd (no atexit): its end of the request pipe closes, and the helper exits on its own."""
     result = run_python("""

@@ -29,6 +29,7 @@ ALLOWED = {
     ("workflow/leftovers.py", "untouched"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/format_helper.py", "_detach"): "the forked formatter's stdio becomes /dev/null",
+    ("workflow/format_helper.py", "_only_thread"): "the kernel's list of gtd's own threads (/proc/self/task)",
     ("workflow/phase_agent.py", "_create_approved_path"):
         "checks a path resolve_write_target already resolved; creation is workspace_files.create_resolved",
     ("escalation/pending.py", "_lock"): "lock file in gtd's per-project state dir",
