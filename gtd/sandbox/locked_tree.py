@@ -24,8 +24,11 @@ def remove_tree(path: Path) -> None:
     if os.path.islink(path) or not os.path.isdir(path):
         os.unlink(path)
         return
-    give_back_owner_rwx(path)
-    shutil.rmtree(path)
+    try:
+        give_back_owner_rwx(path)
+        shutil.rmtree(path)
+    except RecursionError as exc:  # both walk the tree recursively: a chain of ~1000 directories the agent made
+        raise OSError(f"{path}: directories nested too deep to remove") from exc
 
 
 def give_back_owner_rwx(path: Path, *, below: bool = True) -> None:

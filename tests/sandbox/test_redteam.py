@@ -898,3 +898,23 @@ def test_sibling_linked_worktrees_keep_their_commondir(sandbox, repo, tmp_path):
     for name in ("wt-a", "wt-b"):
         assert (repo / ".git/worktrees" / name / "commondir").is_file(), name
     assert not [v for v in s.violations if "quarantine" in v.detail], s.violations
+
+
+def test_a_planted_repository_nested_too_deep_to_remove_is_reported_not_a_crash(repo, tmp_path):
+    # The removal that follows a failed move walks the tree recursively (locked_tree, shutil.rmtree): a
+    # chain of ~1200 directories the agent made in it raised RecursionError, which nothing caught: gtd's
+    # close crashed with a traceback instead of telling the person not to run git there.
+    import subprocess
+    import sys
+
+    from gtd import paths
+
+    blocked = paths.project_state_dir(repo) / "quarantine"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("a file where the quarantine directory would be")
+    plant = "git init -q sub && mkdir -p sub/.git/objects/$(printf 'd/%.0s' $(seq 1200)) && echo planted"
+    r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
+                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert "planted" in r.stdout, r.stderr
+    assert "RecursionError" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert f"{repo}/sub/.git (" in r.stderr and "COULD NOT REMOVE" in r.stderr and "do not run git here" in r.stderr, r.stderr
