@@ -98,7 +98,9 @@ def landlock_abi() -> int:
     answer changes only with the kernel (a reboot: a new boot id) or with where gtd runs (another user or
     mount namespace: a container sharing the kernel; a seccomp filter gtd was started under): all of them
     key the remembered answer. Kept in gtd's state dir, which no sandbox can write; a missing or unreadable
-    entry is probed again."""
+    entry is probed again. Only an ABI is remembered, never "none": the one answer that would leave the
+    layer off (a probe that failed under another seccomp filter with the same counts, a hand edit) is
+    always probed again (fails closed; a kernel without Landlock pays the ctypes import)."""
     context = _probe_context()
     path = None
     if context is not None:
@@ -107,14 +109,14 @@ def landlock_abi() -> int:
         path = user_state_dir() / "cache" / "landlock-abi"
         try:
             remembered, _, abi = path.read_text().rpartition("\n")
-            if remembered == context and abi.isdigit():
+            if remembered == context and abi.isdigit() and int(abi) > 0:
                 return int(abi)
         except (OSError, UnicodeDecodeError):
             pass
     from gtd.sandbox.landlock import abi_version
 
     abi = abi_version()
-    if path is not None:
+    if path is not None and abi:
         tmp = path.with_name(f".landlock-abi.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

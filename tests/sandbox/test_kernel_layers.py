@@ -598,3 +598,20 @@ def test_the_launcher_is_built_on_first_use_and_a_failing_compiler_means_the_pyt
     assert (tmp_path / "other" / f"{nativelaunch.binary_name()}.failed").exists()  # not tried again per session
     monkeypatch.delenv("CC")
     assert nativelaunch.launcher_bytes() is None
+
+
+@needs_landlock
+def test_a_remembered_landlock_abi_of_none_never_turns_landlock_off(sandbox, repo, outside_tmp):
+    """The one answer that would leave a layer off is never taken from gtd's state dir: an entry saying
+    this kernel has no Landlock (a probe that failed under another seccomp filter with the same counts,
+    a hand edit) is probed again, and host FIFOs stay unwritable."""
+    from gtd import paths
+    from gtd.sandbox import kernel
+
+    remembered = paths.user_state_dir() / "cache" / "landlock-abi"
+    remembered.parent.mkdir(parents=True, exist_ok=True)
+    remembered.write_text(f"{kernel._probe_context()}\n0")
+    reader = _fifo_with_reader(outside_tmp / "fifo")
+    r = sh(sandbox(Level.READWRITE), f"echo LEAKED > {outside_tmp}/fifo; echo rc=$?", repo)
+    assert _drain(reader) == b"", r.out + r.err
+    assert "Permission denied" in r.err
