@@ -551,10 +551,14 @@ class SandboxSession:
                 sockets = helper.sockets_for(int(info["child-pid"]))
             except OSError as exc:
                 raise network_failed(exc) from exc
-            self._children.append((proc, _GatewayStarting(NamespaceGateway(sockets, self._proxy, self._names), proc)))
+            gateway = NamespaceGateway(sockets, self._proxy, self._names)
+            self._children.append((proc, _GatewayStarting(gateway, proc, int(info["child-pid"]))))
             if attaching is not None:
                 attaching.join()  # before the command runs, so everything it starts is counted
-            os.write(block_w, b"1")  # let bwrap exec the command
+            try:
+                os.write(block_w, b"1")  # let bwrap exec the command
+            except BrokenPipeError:
+                pass  # the sandbox is gone: its gateway failed to start (_GatewayStarting said why) and killed it
         finally:
             if helper is not None:
                 helper.close()
@@ -610,14 +614,32 @@ class SandboxSession:
 class _GatewayStarting:
     """A NamespaceGateway whose threads are being started in the background (they need not be running
     before the command starts: its connections wait in the listeners' backlog); close() waits for the
-    start to finish first. If the start fails, the sandbox is killed: nothing would answer it."""
+    start to finish first. If the start fails, the sandbox is killed, its namespace init with it (killing
+    bwrap alone left the command running: it was let go all the same), and gtd says why on its stderr."""
 
-    def __init__(self, gateway, proc: subprocess.Popen):
-        self._gateway = gateway
-        self._starting = Background(gateway.start, on_error=lambda exc: _kill_group(proc))
+    def __init__(self, gateway, proc: subprocess.Popen, init_pid: int):
+        self._gateway, self._proc = gateway, proc
+        try:
+            self._init: int | None = os.pidfd_open(init_pid)  # a pidfd: the pid may be reused once it is gone
+        except OSError:
+            self._init = None  # already gone, and everything inside with it
+        self._starting = Background(gateway.start, on_error=self._failed)
+
+    def _failed(self, exc: BaseException) -> None:
+        sys.stderr.write(f"gtd sandbox: the sandbox's network could not be started ({type(exc).__name__}: {exc}); "
+                         "the command was stopped\n")
+        _kill_group(self._proc)
+        if self._init is not None:
+            try:
+                signal.pidfd_send_signal(self._init, signal.SIGKILL)  # pid 1 of its namespace: all of it goes
+            except OSError:
+                pass
 
     def close(self) -> None:
         self._starting.join()
+        if self._init is not None:
+            os.close(self._init)
+            self._init = None
         self._gateway.close()
 
 

@@ -143,3 +143,19 @@ def test_a_namespace_helper_holds_no_copy_of_another_sandboxs_pipe():
     finally:
         os.close(r)
         helper.close()
+
+
+def test_a_gateway_that_fails_to_start_stops_the_command_and_says_why(sandbox, repo, monkeypatch, capfd):
+    # The gateway's listeners start beside the command (session._GatewayStarting): when that start fails,
+    # nothing would answer the command's connections, so it is killed. Killed without a word, it looked like
+    # the command's own crash (exit -9); gtd now says on its stderr what failed.
+    from gtd.sandbox.gateway import NamespaceGateway
+
+    def fail(self):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(NamespaceGateway, "start", fail)
+    r = sh(sandbox(Level.READWRITE), "sleep 20; echo ran", repo, timeout=60)
+    assert r.returncode != 0 and "ran" not in r.out
+    err = capfd.readouterr().err
+    assert "network could not be started" in err and "Too many open files" in err, err
