@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from gtd.workflow import format_helper
@@ -78,7 +79,7 @@ def prepare_in_background() -> None:
     formatting TODO.md later takes milliseconds: in a forked helper process where that is safe (a
     process with one thread, on Linux: format_helper), else on a background thread."""
     global _prepared
-    if _prepared:
+    if _prepared or "mdformat" in sys.modules:  # loaded here already (bare `gtd` formatted the person's edits)
         return
     _prepared = True
     if format_helper.start(_warmed):

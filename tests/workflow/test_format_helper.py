@@ -220,3 +220,16 @@ def test_gtd_plan_forks_the_helper_at_its_start():
         workflow_run.run_phase(None, "plan")
     """)
     assert result.returncode == 0, result.stderr
+
+
+def test_no_helper_once_mdformat_is_loaded_in_gtd():
+    """Bare `gtd` formats the person's edits in process before it plans: plan's prepare then forks nothing."""
+    result = run_python("""
+        import threading
+        from gtd.workflow import format_helper, markdown
+        markdown.normalized("# x\\n")
+        markdown.prepare_in_background()
+        print(format_helper._helper, threading.active_count())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["None", "1"]
