@@ -274,8 +274,11 @@ def test_a_planted_repository_that_cannot_be_moved_is_removed_though_the_agent_l
     plant = (f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && mkdir -p sub/.git/objects/ab/cd"
              " && touch sub/.git/objects/ab/cd/x && chmod 0000 sub/.git/objects/ab/cd && chmod 0111 sub/.git/objects/ab"
              " && chmod 0000 sub/.git/refs && echo planted")
-    r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    try:
+        r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
+                            "--", "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    finally:  # pytest's own clean-up of old tmp dirs is recursive too: a chain left here crashes a later run
+        subprocess.run(["rm", "-rf", str(repo / "sub")], check=True)
     assert "planted" in r.stdout, r.stderr
     assert f"{repo}/sub/.git (" in r.stderr and "removed (could not quarantine" in r.stderr, r.stderr
     assert not os.path.lexists(repo / "sub/.git")
@@ -913,8 +916,11 @@ def test_a_planted_repository_nested_too_deep_to_remove_is_reported_not_a_crash(
     blocked.parent.mkdir(parents=True, exist_ok=True)
     blocked.write_text("a file where the quarantine directory would be")
     plant = "git init -q sub && mkdir -p sub/.git/objects/$(printf 'd/%.0s' $(seq 1200)) && echo planted"
-    r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite", "--",
-                        "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    try:
+        r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
+                            "--", "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+    finally:  # pytest's own clean-up of old tmp dirs is recursive too: a chain left here crashes a later run
+        subprocess.run(["rm", "-rf", str(repo / "sub")], check=True)
     assert "planted" in r.stdout, r.stderr
     assert "RecursionError" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert f"{repo}/sub/.git (" in r.stderr and "COULD NOT REMOVE" in r.stderr and "do not run git here" in r.stderr, r.stderr
