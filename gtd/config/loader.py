@@ -111,15 +111,17 @@ class _ProjectFiles:
     def __init__(self, root: Path):
         self.root = root
         self._found: dict[str, bytes | None | workspace_files.UnsafeWorkspacePath] = {}
-        self._listed: frozenset[str] | None = None  # the root's entries, listed once: most candidates are absent
+        # the root's entries, listed once (most candidates are absent), case-folded: on a case-insensitive
+        # filesystem (macOS) `.GTDRC.json` is `.gtdrc.json`, and read_bytes finds it by either name
+        self._listed: frozenset[str] | None = None
 
     def content(self, name: str) -> bytes | None:
         """The file's bytes, None when absent; a symlink or special file is UnsafeWorkspacePath."""
         if name not in self._found:
             if self._listed is None:
-                self._listed = workspace_files.root_names(self.root) or frozenset()
+                self._listed = frozenset(n.casefold() for n in workspace_files.root_names(self.root) or ())
             try:
-                absent = os.sep not in name and name not in self._listed and bool(self._listed)
+                absent = os.sep not in name and name.casefold() not in self._listed and bool(self._listed)
                 self._found[name] = None if absent else workspace_files.read_bytes(self.root, name)
             except workspace_files.UnsafeWorkspacePath as exc:
                 self._found[name] = exc

@@ -177,3 +177,16 @@ def test_the_config_loader_still_refuses_a_symlinked_project_config_it_found_lis
     assert files.content("gtd.config.json") == b'{"provider": "scripted"}'
     with pytest.raises(UnsafeWorkspacePath):
         files.content(".gtdrc.json")
+
+
+def test_the_config_loader_finds_a_project_config_listed_in_another_case(ws, monkeypatch):
+    """On a case-insensitive filesystem (macOS) a `.GTDRC.json` the person created is read as `.gtdrc.json`;
+    the listing shows the name as created, so a candidate is absent only when no case of it is listed. (This
+    machine's filesystem is case-sensitive: the listing such a filesystem gives is stood in for.)"""
+    from gtd.config.loader import _ProjectFiles
+
+    (ws / ".gtdrc.json").write_text('{"provider": "scripted"}')
+    monkeypatch.setattr(wf, "root_names", lambda root: frozenset({"docs", ".GTDRC.json"}))
+    files = _ProjectFiles(ws)
+    assert files.content(".gtdrc.json") == b'{"provider": "scripted"}'
+    assert files.content(".gtdrc.yaml") is None  # still absent without opening: no case of it listed
