@@ -177,11 +177,12 @@ class SandboxSession:
         if not self._started:
             return
         self._started = False
-        for proc, listener in self._children:
+        with self._lock:
+            children, self._children = self._children, []
+        for proc, listener in children:
             if proc.poll() is None:
                 _kill_group(proc)
             self._stop_listener(listener)
-        self._children.clear()
         self._wait_for_inits()
         for relay in self._relays:
             relay.join()
@@ -490,7 +491,8 @@ class SandboxSession:
             "--block-fd", str(block_r),
             "--", *self._layers.prefix(policy, plan.args), *argv,
         ]
-        cgroup, self._spare_cgroup = self._spare_cgroup, None
+        with self._lock:  # one command takes the spare cgroup, even when two start at once
+            cgroup, self._spare_cgroup = self._spare_cgroup, None
         if cgroup is None:
             cgroup = self._layers.cgroup()
             if cgroup is not None:
@@ -552,7 +554,8 @@ class SandboxSession:
             except OSError as exc:
                 raise network_failed(exc) from exc
             gateway = NamespaceGateway(sockets, self._proxy, self._names)
-            self._children.append((proc, _GatewayStarting(gateway, proc, int(info["child-pid"]))))
+            with self._lock:
+                self._children.append((proc, _GatewayStarting(gateway, proc, int(info["child-pid"]))))
             if attaching is not None:
                 attaching.join()  # before the command runs, so everything it starts is counted
             try:
@@ -569,13 +572,14 @@ class SandboxSession:
         return proc
 
     def _reap(self) -> None:
-        keep = []
-        for proc, listener in self._children:
-            if proc.poll() is None:
-                keep.append((proc, listener))
-            else:
-                self._stop_listener(listener)
-        self._children = keep
+        """Stop the listeners of commands that ended. Commands may start from several threads at once: each
+        ended child is taken out under the lock, so its listener is stopped once (stopped twice, a gateway
+        closed its pidfd twice, and the second close could hit a descriptor another thread had just opened)."""
+        with self._lock:
+            ended = [child for child in self._children if child[0].poll() is not None]
+            self._children = [child for child in self._children if all(child is not e for e in ended)]
+        for _proc, listener in ended:
+            self._stop_listener(listener)
 
     def _stop_listener(self, listener) -> None:
         if listener is None:
@@ -607,7 +611,8 @@ class SandboxSession:
             [self._sandbox_exec(), "-p", profile, *argv], cwd=cwd, env=self.environment(env),
             stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
         )
-        self._children.append((proc, None))
+        with self._lock:
+            self._children.append((proc, None))
         return proc
 
 
@@ -626,8 +631,10 @@ class _GatewayStarting:
         self._starting = Background(gateway.start, on_error=self._failed)
 
     def _failed(self, exc: BaseException) -> None:
-        sys.stderr.write(f"gtd sandbox: the sandbox's network could not be started ({type(exc).__name__}: {exc}); "
-                         "the command was stopped\n")
+        from gtd.terminal_text import write
+
+        write(f"gtd sandbox: the sandbox's network could not be started ({type(exc).__name__}: {exc}); "
+              "the command was stopped\n", stream=sys.stderr)
         _kill_group(self._proc)
         if self._init is not None:
             try:
@@ -637,9 +644,9 @@ class _GatewayStarting:
 
     def close(self) -> None:
         self._starting.join()
-        if self._init is not None:
-            os.close(self._init)
-            self._init = None
+        init, self._init = self._init, None
+        if init is not None:
+            os.close(init)
         self._gateway.close()
 
 

@@ -159,3 +159,27 @@ def test_a_gateway_that_fails_to_start_stops_the_command_and_says_why(sandbox, r
     assert r.returncode != 0 and "ran" not in r.out
     err = capfd.readouterr().err
     assert "network could not be started" in err and "Too many open files" in err, err
+
+
+def test_commands_ending_while_others_start_stop_each_listener_once(sandbox):
+    """Commands start from several threads at once (this file's parallel test). Each start first stops the
+    listeners of commands that ended; two starts doing that together stopped the same gateway twice, and its
+    second close of a pidfd closed whatever descriptor another thread had opened meanwhile (EBADF there)."""
+    s = sandbox(Level.READWRITE)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    closes: list[int] = []
+
+    class SlowListener:  # a gateway-like listener (close, no accept) whose close takes a moment
+        def close(self):
+            closes.append(threading.get_ident())
+            time.sleep(0.2)
+
+    s._children.append((ended, SlowListener()))
+    reapers = [threading.Thread(target=s._reap) for _ in range(2)]
+    for t in reapers:
+        t.start()
+    for t in reapers:
+        t.join()
+    assert len(closes) == 1
+    assert all(proc is not ended for proc, _ in s._children)
