@@ -257,11 +257,10 @@ def test_an_unlistable_work_tree_root_cannot_hide_a_planted_repository(repo, tmp
     assert _host_git_runs(repo, marker) == []
 
 
-def test_a_planted_repository_that_cannot_be_moved_is_removed_though_the_agent_locked_dirs_in_it(repo, tmp_path):
-    # When the move into gtd's quarantine fails (here its directory is blocked by a file; in life, a state
-    # dir on another filesystem, whose copy cannot read what the agent locked), the planted repository is
-    # removed instead. Directories in it the agent made chmod 0000 / 0111 made that rmtree fail too: "COULD
-    # NOT REMOVE", and the repository stayed for host git. gtd runs as the owner without root's DAC override.
+def _sandbox_run_with_quarantine_blocked(repo, plant: str):
+    """`gtd sandbox run --level readwrite -- sh -c PLANT` as the owner (without root's DAC override), with a
+    file where the project's quarantine directory would be: planted git metadata cannot be moved there and
+    must be removed in place."""
     import subprocess
     import sys
 
@@ -270,15 +269,20 @@ def test_a_planted_repository_that_cannot_be_moved_is_removed_though_the_agent_l
     blocked = paths.project_state_dir(repo) / "quarantine"
     blocked.parent.mkdir(parents=True, exist_ok=True)
     blocked.write_text("a file where the quarantine directory would be")
+    return subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
+                           "--", "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+
+
+def test_a_planted_repository_that_cannot_be_moved_is_removed_though_the_agent_locked_dirs_in_it(repo, tmp_path):
+    # When the move into gtd's quarantine fails (here its directory is blocked by a file; in life, a state
+    # dir on another filesystem, whose copy cannot read what the agent locked), the planted repository is
+    # removed instead. Directories in it the agent made chmod 0000 / 0111 made that rmtree fail too: "COULD
+    # NOT REMOVE", and the repository stayed for host git. gtd runs as the owner without root's DAC override.
     marker = tmp_path / "PWNED"
     plant = (f"git init -q sub && {_evil_config(marker, 'sub/.git/config')} && mkdir -p sub/.git/objects/ab/cd"
              " && touch sub/.git/objects/ab/cd/x && chmod 0000 sub/.git/objects/ab/cd && chmod 0111 sub/.git/objects/ab"
              " && chmod 0000 sub/.git/refs && echo planted")
-    try:
-        r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
-                            "--", "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
-    finally:  # pytest's own clean-up of old tmp dirs is recursive too: a chain left here crashes a later run
-        subprocess.run(["rm", "-rf", str(repo / "sub")], check=True)
+    r = _sandbox_run_with_quarantine_blocked(repo, plant)
     assert "planted" in r.stdout, r.stderr
     assert f"{repo}/sub/.git (" in r.stderr and "removed (could not quarantine" in r.stderr, r.stderr
     assert not os.path.lexists(repo / "sub/.git")
@@ -908,17 +912,10 @@ def test_a_planted_repository_nested_too_deep_to_remove_is_reported_not_a_crash(
     # chain of ~1200 directories the agent made in it raised RecursionError, which nothing caught: gtd's
     # close crashed with a traceback instead of telling the person not to run git there.
     import subprocess
-    import sys
 
-    from gtd import paths
-
-    blocked = paths.project_state_dir(repo) / "quarantine"
-    blocked.parent.mkdir(parents=True, exist_ok=True)
-    blocked.write_text("a file where the quarantine directory would be")
     plant = "git init -q sub && mkdir -p sub/.git/objects/$(printf 'd/%.0s' $(seq 1200)) && echo planted"
     try:
-        r = subprocess.run([*as_the_owner(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
-                            "--", "sh", "-c", plant], cwd=repo, capture_output=True, text=True, timeout=120)
+        r = _sandbox_run_with_quarantine_blocked(repo, plant)
     finally:  # pytest's own clean-up of old tmp dirs is recursive too: a chain left here crashes a later run
         subprocess.run(["rm", "-rf", str(repo / "sub")], check=True)
     assert "planted" in r.stdout, r.stderr
