@@ -92,7 +92,7 @@ class KernelLayers:
         return CgroupLimit(self.limits, self.cgroups)
 
 
-def landlock_abi() -> int:
+def landlock_abi(*, fresh: bool = False) -> int:
     """The kernel's Landlock ABI (landlock.abi_version), probed once per boot and context. The probe is a
     raw system call through ctypes, whose import costs ~1.5 ms of every sandbox start (issue 13), and its
     answer changes only with the kernel (a reboot: a new boot id) or with where gtd runs (another user or
@@ -100,19 +100,18 @@ def landlock_abi() -> int:
     key the remembered answer. Kept in gtd's state dir, which no sandbox can write; a missing or unreadable
     entry is probed again. Only an ABI is remembered, never "none": the one answer that would leave the
     layer off (a probe that failed under another seccomp filter with the same counts, a hand edit) is
-    always probed again (fails closed; a kernel without Landlock pays the ctypes import)."""
+    always probed again (fails closed; a kernel without Landlock pays the ctypes import). `fresh` (gtd
+    doctor) probes whatever is remembered and remembers the answer, forgetting an ABI this context no longer
+    gives: the way out the launcher's failure message names."""
     context = _probe_context()
     path = None
     if context is not None:
         from gtd.paths import user_state_dir
 
         path = user_state_dir() / "cache" / "landlock-abi"
-        try:
-            remembered, _, abi = path.read_text().rpartition("\n")
-            if remembered == context and abi.isdigit() and int(abi) > 0:
-                return int(abi)
-        except (OSError, UnicodeDecodeError):
-            pass
+        remembered_abi = None if fresh else _remembered(path, context)
+        if remembered_abi is not None:
+            return remembered_abi
     from gtd.sandbox.landlock import abi_version
 
     abi = abi_version()
@@ -124,7 +123,21 @@ def landlock_abi() -> int:
             os.replace(tmp, path)
         except OSError:
             pass  # not remembered: the next start probes again
+    elif path is not None and fresh:
+        try:
+            path.unlink()  # no Landlock here now: a remembered ABI would make every launcher fail
+        except OSError:
+            pass
     return abi
+
+
+def _remembered(path: Path, context: str) -> int | None:
+    """The ABI remembered for this context; None when there is none (another context's, damaged, unreadable)."""
+    try:
+        remembered, _, abi = path.read_text().rpartition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(abi) if remembered == context and abi.isdigit() and int(abi) > 0 else None
 
 
 def _probe_context() -> str | None:
@@ -140,10 +153,9 @@ def _probe_context() -> str | None:
 
 
 def status() -> dict:
-    """For `gtd doctor` and `gtd sandbox explain`: which kernel layers this machine gives."""
-    from gtd.sandbox.landlock import abi_version
-
-    abi = abi_version()
+    """For `gtd doctor` and `gtd sandbox explain`: which kernel layers this machine gives, probed now (and
+    remembered for the sandbox's start in place of what was: landlock_abi)."""
+    abi = landlock_abi(fresh=True)
     found = cgroup_support()
     return {
         "landlock": f"active (ABI {abi}): writes only beneath the writable paths, FIFOs and devices included" if abi

@@ -47,8 +47,10 @@ struct path_beneath {
 } __attribute__((packed));
 
 static int fail(const char *what, int err) {
-    fprintf(stderr, "gtd sandbox: cannot apply the kernel limits inside the sandbox: %s[Errno %d] %s\n", what, err,
-            strerror(err));
+    fprintf(stderr,
+            "gtd sandbox: cannot apply the kernel limits inside the sandbox: %s[Errno %d] %s (`gtd doctor` checks "
+            "which layers this machine gives again)\n",
+            what, err, strerror(err));
     return FAILED;
 }
 

@@ -60,7 +60,8 @@ def main(argv):
 
             restrict_writes(opts["write"] + _terminals(), opts["landlock"])
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc}\n")
+        sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
+                         "(`gtd doctor` checks which layers this machine gives again)\n")
         return FAILED
     try:
         os.execvp(command[0], command)

@@ -615,3 +615,51 @@ def test_a_remembered_landlock_abi_of_none_never_turns_landlock_off(sandbox, rep
     r = sh(sandbox(Level.READWRITE), f"echo LEAKED > {outside_tmp}/fifo; echo rc=$?", repo)
     assert _drain(reader) == b"", r.out + r.err
     assert "Permission denied" in r.err
+
+
+def test_gtd_doctor_probes_the_landlock_abi_again_and_replaces_what_was_remembered(monkeypatch):
+    """The way out of a remembered ABI this context no longer gives (the launcher then fails closed and its
+    message names `gtd doctor`): doctor's kernel check probes now and remembers that answer, or forgets the
+    entry when there is no Landlock here any more."""
+    from gtd import paths
+    from gtd.sandbox import kernel, landlock
+
+    remembered = paths.user_state_dir() / "cache" / "landlock-abi"
+    actual = landlock.abi_version()
+    context = kernel._probe_context()
+    remembered.parent.mkdir(parents=True, exist_ok=True)
+    remembered.write_text(f"{context}\n{actual + 5}")
+    assert kernel.status()["landlockAbi"] == actual
+    assert remembered.read_text() == f"{context}\n{actual}"
+    monkeypatch.setattr(landlock, "abi_version", lambda: 0)  # as under a filter that refuses Landlock
+    assert kernel.status()["landlockAbi"] == 0
+    assert not remembered.exists()
+
+
+@pytest.mark.parametrize("launcher_kind", ["native", "python"])
+def test_a_launcher_that_cannot_apply_landlock_fails_closed_and_names_gtd_doctor(launcher_kind, tmp_path):
+    """Under a seccomp filter that answers Landlock's calls with ENOSYS (what a remembered ABI would meet
+    there), the launcher refuses to run the command and says what to run."""
+    from gtd.sandbox import nativelaunch
+
+    if launcher_kind == "native":
+        native = nativelaunch.launcher_bytes()
+        if native is None:
+            pytest.skip("no C compiler: no native launcher")
+        program = tmp_path / "launch"
+        program.write_bytes(native)
+        program.chmod(0o755)
+        launcher = [str(program)]
+    else:
+        launcher = [sys.executable, "-I", "-S", str(Path(nativelaunch.__file__).with_name("launch.py"))]
+    refuse_landlock = (
+        "import errno, os, sys, pyseccomp as sc\n"
+        "f = sc.SyscallFilter(sc.ALLOW)\n"
+        "f.add_rule(sc.ERRNO(errno.ENOSYS), 'landlock_create_ruleset')\n"
+        "f.load()\n"
+        "os.execv(sys.argv[1], sys.argv[1:])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", refuse_landlock, *launcher, "--landlock", "3", "--write", str(tmp_path),
+                        "--", "sh", "-c", "echo ran"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 126 and "ran" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+    assert "cannot apply the kernel limits" in r.stderr and "`gtd doctor`" in r.stderr, r.stderr
