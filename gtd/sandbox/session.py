@@ -575,9 +575,11 @@ class SandboxSession:
         """Stop the listeners of commands that ended. Commands may start from several threads at once: each
         ended child is taken out under the lock, so its listener is stopped once (stopped twice, a gateway
         closed its pidfd twice, and the second close could hit a descriptor another thread had just opened)."""
+        ended, running = [], []
         with self._lock:
-            ended = [child for child in self._children if child[0].poll() is not None]
-            self._children = [child for child in self._children if all(child is not e for e in ended)]
+            for child in self._children:
+                (running if child[0].poll() is None else ended).append(child)
+            self._children = running
         for _proc, listener in ended:
             self._stop_listener(listener)
 
