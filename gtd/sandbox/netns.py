@@ -36,6 +36,7 @@ from gtd.record import field, record
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 IP_FREEBIND = 15
+NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it (Linux 4.9+)
 SIOCGIFFLAGS = 0x8913
 IFF_UP = 0x1
 LO_WAIT_SECONDS = 20.0  # bwrap brings lo up within microseconds; this bound only turns a hang into an error
@@ -185,13 +186,26 @@ def listener_in_namespace(pid: int, port: int) -> socket.socket:
 
 
 def _join_namespaces(pid: int, report: socket.socket) -> None:  # pragma: no cover - forked child
-    for ns, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-        fd = os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
-        err = _setns(fd, flag)
-        os.close(fd)
-        # EINVAL on the user namespace: it is already ours (e.g. bwrap without userns).
-        if err and not (ns == "user" and err == errno.EINVAL):
-            raise OSError(err, f"setns {ns}: {os.strerror(err)}")
+    """Join the network namespace of `pid` by way of the user namespace that *owns* it. That is not always
+    /proc/PID/ns/user: bwrap run by a non-root user with `--dev` maps the user to 0 while it mounts devpts,
+    then moves the command into a second, nested user namespace with the real uid. Joining that nested one
+    gives no capability over the network namespace, and setns(net) failed with EPERM for every sandbox
+    with a network layer. (As root, CAP_SYS_ADMIN in the initial namespace covers any network namespace.)"""
+    net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            owner = fcntl.ioctl(net, NS_GET_USERNS)
+        except OSError as exc:
+            raise OSError(exc.errno, f"owner of the sandbox's network namespace: {os.strerror(exc.errno)}") from None
+        err = _setns(owner, CLONE_NEWUSER)
+        os.close(owner)
+        if err and err != errno.EINVAL:  # EINVAL: it is already ours (bwrap without a user namespace)
+            raise OSError(err, f"setns user: {os.strerror(err)}")
+        err = _setns(net, CLONE_NEWNET)
+        if err:
+            raise OSError(err, f"setns net: {os.strerror(err)}")
+    finally:
+        os.close(net)
 
 
 def _loopback_ready(probe: socket.socket) -> bool:  # pragma: no cover - forked child
