@@ -117,7 +117,9 @@ def _relay_check() -> dict:
 
 
 def _smoke_test() -> dict:
-    """Start a real readonly sandbox with its proxy and run `true` in it."""
+    """Start a real readwrite sandbox and run `true` in it: readwrite is the lowest level with a network layer
+    (the proxy port, DNS and interception created inside the sandbox's network namespace), which a
+    readonly sandbox has none of, so a readonly probe passed where no build phase could start."""
     from gtd.config.schema import GtdConfig, Level
     from gtd.errors import SandboxUnavailable
     from gtd.sandbox.policy import build_policy
@@ -125,11 +127,11 @@ def _smoke_test() -> dict:
 
     with tempfile.TemporaryDirectory(prefix="gtd-doctor-") as tmp:
         try:
-            policy = build_policy(GtdConfig(), workspace=Path(tmp), level=Level.READONLY)
+            policy = build_policy(GtdConfig(), workspace=Path(tmp), level=Level.READWRITE)
             with open_sandbox(policy) as session:
                 result = session.run(["true"], cwd=tmp, timeout=30)
             ok = result.returncode == 0
-            detail = "sandboxed `true` ran (namespaces, seccomp, proxy)" if ok else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}"
+            detail = "sandboxed `true` ran at readwrite (namespaces, seccomp, proxy, DNS)" if ok else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}"
             return _check("sandbox start", ok, detail, "see the detail above; bwrap needs user and network namespaces")
         except SandboxUnavailable as exc:
             return _check("sandbox start", False, str(exc), "fix the cause above, or set sandbox.enabled=false to run unsandboxed (not recommended)")

@@ -71,3 +71,20 @@ def test_doctor_fails_when_no_agent_cli_is_there_for_provider_auto(repo):
     assert failed == ["provider claude"]  # the configured one is what is missing
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted"}))
     assert run_gtd("doctor", "--json", cwd=repo, env=env).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_doctors_sandbox_start_covers_the_network_layer_a_build_phase_needs(monkeypatch):
+    """The probe starts a readwrite sandbox: a readonly one has no proxy port or DNS inside, so it passed
+    for a non-root developer whose every build phase failed to set up the sandbox's network."""
+    from gtd.sandbox import doctor, netns
+
+    def cannot(layout):
+        raise OSError("no sockets in this namespace")
+
+    monkeypatch.setattr(netns, "_create", cannot)  # the forked helper inherits it
+    check = doctor._smoke_test()
+    assert not check["ok"] and "no sockets in this namespace" in check["detail"], check
+    monkeypatch.undo()
+    check = doctor._smoke_test()
+    assert check["ok"] and "readwrite" in check["detail"], check
