@@ -30,6 +30,7 @@ def _cargo_version() -> tuple[int, int]:
 
 pytestmark = [pytest.mark.bwrap,
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
+              pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed for this user"),
               pytest.mark.skipif(_cargo_version() < (1, 68), reason="needs cargo 1.68+ (sparse registries; rustup's "
                                  "stable has it, Debian bookworm's cargo 0.66 does not)")]
 
