@@ -52,6 +52,34 @@ from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
 from gtd.sandbox.containment import inside, strictly_inside
 
+# The oldest bubblewrap these arguments run on: `--perms` (the sealed root, the git shim, the launcher)
+# came in 0.5.0. Debian 11 and Ubuntu 20.04 ship 0.4, which stops at the first `--perms` with
+# "Unknown option", after a minimal probe run has worked.
+MIN_VERSION = (0, 5, 0)
+
+
+def too_old(bwrap: str) -> str | None:
+    """Why `bwrap` cannot run gtd's sandbox, when its version is older than MIN_VERSION; None when it is
+    new enough or its version cannot be read (the sandbox start then reports what bwrap says)."""
+    import re
+    import subprocess
+
+    try:
+        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    if not found:
+        return None
+    version = tuple(int(part or 0) for part in found.groups())
+    if version >= MIN_VERSION:
+        return None
+    need = ".".join(map(str, MIN_VERSION))
+    return (f"{bwrap} is bubblewrap {'.'.join(map(str, version))}; gtd needs {need} or later (`--perms`): "
+            f"install a newer bubblewrap (your distribution's backports, or build it from "
+            f"https://github.com/containers/bubblewrap)")
+
+
 BASE_ARGS = (
     "--new-session",  # setsid: no controlling terminal, so no TIOCSTI into the user's shell
     "--die-with-parent",

@@ -28,8 +28,11 @@ def sandbox_checks() -> list[dict]:
     if not bwrap:
         checks.append(_check("bubblewrap", False, "bwrap not found on PATH", "install bubblewrap: `apt-get install bubblewrap` / `dnf install bubblewrap`"))
     else:
+        from gtd.sandbox.bwrap import too_old
+
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
-        checks.append(_check("bubblewrap", True, f"{bwrap} ({version})"))
+        old = too_old(bwrap)
+        checks.append(_check("bubblewrap", old is None, old or f"{bwrap} ({version})", "install a newer bubblewrap (see the detail above)"))
 
     try:
         value = Path("/proc/sys/user/max_user_namespaces").read_text().strip()

@@ -723,7 +723,11 @@ def _probe_bwrap(bwrap: str) -> str:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
-    return (r.stderr.strip() or f"minimal bwrap run exited {r.returncode}") if r.returncode else "bwrap works in a minimal run; check the paths in the policy"
+    if r.returncode:
+        return r.stderr.strip() or f"minimal bwrap run exited {r.returncode}"
+    from gtd.sandbox.bwrap import too_old
+
+    return too_old(bwrap) or "bwrap works in a minimal run; check the paths in the policy"
 
 
 class CtrlCPassedOn:

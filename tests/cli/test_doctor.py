@@ -88,3 +88,22 @@ def test_doctors_sandbox_start_covers_the_network_layer_a_build_phase_needs(monk
     monkeypatch.undo()
     check = doctor._smoke_test()
     assert check["ok"] and "readwrite" in check["detail"], check
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_a_bubblewrap_older_than_gtd_needs_is_named_with_its_version(repo, tmp_path):
+    """Debian 11's bubblewrap 0.4 runs the minimal probe and then stops at `--perms`: gtd said "bwrap works in
+    a minimal run; check the paths in the policy". It names the version and the one it needs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "bwrap"  # the real bwrap, with 0.4's version and its answer to an option it lacks
+    old.write_text("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --version) echo 'bubblewrap 0.4.1'; exit 0;;\n"
+                   "--perms) echo 'bwrap: Unknown option --perms' >&2; exit 1;; esac; done\n"
+                   f"exec {shutil.which('bwrap')} \"$@\"\n")
+    old.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    result = run_gtd("sandbox", "run", "--", "true", cwd=repo, env=env)
+    assert result.returncode == 3 and "is bubblewrap 0.4.1; gtd needs 0.5.0 or later" in result.stderr, result.stderr
+    checks = {c["name"]: c for c in json.loads(run_gtd("doctor", "--json", cwd=repo, env=env).stdout)["checks"]}
+    assert not checks["bubblewrap"]["ok"] and "0.4.1" in checks["bubblewrap"]["detail"], checks["bubblewrap"]
+    assert checks["bubblewrap"]["fix"] and not checks["sandbox start"]["ok"]
