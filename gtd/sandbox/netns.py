@@ -196,7 +196,9 @@ def _join_namespaces(pid: int, report: socket.socket) -> None:  # pragma: no cov
         try:
             owner = fcntl.ioctl(net, NS_GET_USERNS)
         except OSError as exc:
-            raise OSError(exc.errno, f"owner of the sandbox's network namespace: {os.strerror(exc.errno)}") from None
+            if exc.errno != errno.ENOTTY:
+                raise OSError(exc.errno, f"owner of the sandbox's network namespace: {os.strerror(exc.errno)}") from None
+            owner = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)  # a kernel before 4.9
         err = _setns(owner, CLONE_NEWUSER)
         os.close(owner)
         if err and err != errno.EINVAL:  # EINVAL: it is already ours (bwrap without a user namespace)
