@@ -17,7 +17,7 @@ two batches ran back to back), with the lowest and highest round beside it.
    ignores proxy variables dials the address itself), against the same client run outside.
 
 With `--relay-from REV` the in-process half also runs CONNECT through a second proxy built from
-gtd/sandbox/proxy.py and relay.py as they were at git revision REV, in the same rounds: a before/after on
+gtd/sandbox/proxy.py, relay.py and relay.c as they were at git revision REV, in the same rounds: a before/after on
 one machine state. With `--load N`, N busy loops (one process each) run for the whole measurement, so
 "under load" is the same load for every case; the load average is printed before and after either way.
 With `--busy-interpreter`, a CPU-bound Python thread runs in the proxy's own process, as gtd's own work
@@ -274,21 +274,42 @@ def latency_rows(samples: dict[str, list[float]], baseline: str, proxied: list[s
     return rows
 
 
-def module_at(rev: str, path: str, name: str):
-    """The module at `path` as it was at git revision `rev`, loaded under a name of its own."""
-    source = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "show", f"{rev}:{path}"],
-                            capture_output=True, text=True, check=True).stdout
+def source_at(rev: str, path: str) -> str:
+    return subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "show", f"{rev}:{path}"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def module_at(rev: str, path: str, name: str, file: Path | None = None):
+    """The module at `path` as it was at git revision `rev`, loaded under a name of its own (with `file` as
+    its __file__, for a module that finds files beside itself)."""
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
+    if file is not None:
+        module.__file__ = str(file)
     sys.modules[name] = module  # dataclasses look their module up there
-    exec(compile(source, f"{path}@{rev}", "exec"), module.__dict__)
+    exec(compile(source_at(rev, path), f"{path}@{rev}", "exec"), module.__dict__)
     return module
 
 
-def proxy_at(rev: str):
-    """FilteringProxy of gtd/sandbox/proxy.py at `rev`, relaying with gtd/sandbox/relay.py at `rev` (its accept,
-    hand-shake and relay as they were; the policy modules it imports are today's)."""
+def native_relay_at(rev: str, directory: Path):
+    """relay.c's copy loop as it was at `rev`, built into `directory` and loaded by nativerelay.py as it was
+    then (its arguments were those of then); None where that revision had none or it cannot be built."""
+    try:
+        (directory / "relay.c").write_text(source_at(rev, "gtd/sandbox/relay.c"))
+        then = module_at(rev, "gtd/sandbox/nativerelay.py", f"nativerelay_{rev}", directory / "nativerelay.py")
+    except subprocess.CalledProcessError:
+        return None
+    built = then.nativebuild.compile_into(then.SOURCE, "relay.so", directory, then.FLAGS, max_bytes=then.MAX_BYTES,
+                                          mode=0o600)
+    return then.load(built) if built else None
+
+
+def proxy_at(rev: str, directory: Path):
+    """FilteringProxy of gtd/sandbox/proxy.py at `rev`, relaying with gtd/sandbox/relay.py and relay.c at `rev`
+    (its accept, hand-shake and relay as they were; the policy modules it imports are today's)."""
     relay = module_at(rev, "gtd/sandbox/relay.py", f"relay_{rev}")
+    if hasattr(relay, "_native_looked"):  # a relay with relay.c's loop: that revision's, not today's library
+        relay._native, relay._native_looked = native_relay_at(rev, directory), True
     today = sys.modules.get("gtd.sandbox.relay")
     sys.modules["gtd.sandbox.relay"] = relay
     try:
@@ -301,7 +322,7 @@ def proxy_at(rev: str):
 
 
 def in_process(files: int, probe: int, sizes: list[int], runs: int, batch: int, connects: int,
-               relay_from: str | None, server_pid: int) -> list[tuple]:
+               relay_from: str | None, server_pid: int, directory: Path) -> list[tuple]:
     from gtd.sandbox.domains import DomainRules
     from gtd.sandbox.proxy import FilteringProxy
 
@@ -314,8 +335,8 @@ def in_process(files: int, probe: int, sizes: list[int], runs: int, batch: int, 
              "plain HTTP proxy": ["--proxy", proxy_url]}
     old_proxy = None
     if relay_from:
-        # A second proxy on its own port, built from proxy.py and relay.py as they were at that revision.
-        old_proxy = proxy_at(relay_from)(rules, TOKEN)
+        # A second proxy on its own port, built from proxy.py, relay.py and relay.c as they were at that revision.
+        old_proxy = proxy_at(relay_from, directory)(rules, TOKEN)
         old_listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         old_proxy.serve(old_listener)
         old_url = f"http://gtd:{TOKEN}@127.0.0.1:{old_listener.getsockname()[1]}"
@@ -434,7 +455,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     tmp = temp_dir("gtd-bench-proxy-")
-    server = None
+    server = old_native = None
     burners: list[subprocess.Popen] = []
     try:
         chunk = os.urandom(1024 * 1024)
@@ -451,7 +472,9 @@ def main() -> None:
             threading.Thread(target=hold_the_interpreter, daemon=True).start()
         started = time.perf_counter()
         load_before = os.getloadavg()[0]
-        rows = in_process(files, probe, sizes, args.runs, args.batch, args.connects, args.relay_from, server.pid)
+        old_native = temp_dir("gtd-bench-proxy-relay-")
+        rows = in_process(files, probe, sizes, args.runs, args.batch, args.connects, args.relay_from, server.pid,
+                          old_native)
         if not args.no_sandbox and shutil.which("bwrap"):
             rows += from_sandbox(files, probe, sizes, args.runs, args.batch, args.connects)
         load_after = os.getloadavg()[0]
@@ -472,6 +495,8 @@ def main() -> None:
             server.kill()
             server.wait()
         cleanup(tmp)
+        if old_native is not None:
+            cleanup(old_native)
 
 
 if __name__ == "__main__":
