@@ -261,19 +261,26 @@ def test_one_bulk_buffer_serves_transfer_after_transfer_byte_exact(loop):
     """Bulk buffers are reused: a download relayed after another (through the same reused buffer, with the
     first one's bytes still in it) arrives exactly, shorter than the first or not."""
     for size in (9 << 20, 5 << 20 | 12345):
-        client, proxy_in = _connected_pair()
-        proxy_out, server = _connected_pair()
-        payload = os.urandom(size)
-        relay_thread = threading.Thread(target=relay.copy, args=(proxy_out, proxy_in), daemon=True)
-        relay_thread.start()
-        threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
-        assert _read_all(client) == payload
-        relay_thread.join(10)
+        _relay_a_download(size)
         if loop == "python":
             assert len(relay._free_bulk) >= 1  # the buffer went back for the next connection
-        client.close()
-        proxy_in.close()
-        proxy_out.close()
+
+
+def _relay_a_download(size: int) -> None:
+    """`size` random bytes from a server that then closes, relayed one way by relay.copy: the client gets them
+    all, in order, then EOF, and the relay's thread returns."""
+    client, proxy_in = _connected_pair()
+    proxy_out, server = _connected_pair()
+    payload = os.urandom(size)
+    relay_thread = threading.Thread(target=relay.copy, args=(proxy_out, proxy_in), daemon=True)
+    relay_thread.start()
+    threading.Thread(target=lambda: (server.sendall(payload), server.close()), daemon=True).start()
+    try:
+        assert _read_all(client) == payload
+        relay_thread.join(10)
+        assert not relay_thread.is_alive()
+    finally:
+        relay.close_all(client, proxy_in, proxy_out)
 
 
 native_only = pytest.mark.parametrize("loop", ["native"], indirect=True)
@@ -424,3 +431,11 @@ def test_a_build_is_written_where_no_one_else_can_open_it(loop, tmp_path, monkey
     assert built == directory / "relay-test.so" and stat.S_IMODE(built.stat().st_mode) == 0o600
     assert record.read_text().strip() == "700"
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700 and os.listdir(directory) == ["relay-test.so"]
+
+
+@pytest.mark.parametrize("size", [100, 64 << 10, (64 << 10) + 1, (4 << 20) + 7])
+def test_a_download_arrives_byte_exact_whether_it_fills_the_small_buffer_or_not(size):
+    """A body that never fills the small buffer, one that fills it exactly and then ends (the switch to the
+    bulk buffer meets EOF), one a byte longer, and one beyond a whole bulk buffer: each arrives whole, in
+    order, with the EOF passed on."""
+    _relay_a_download(size)
