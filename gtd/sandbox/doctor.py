@@ -34,19 +34,12 @@ def sandbox_checks() -> list[dict]:
         old = too_old(bwrap)
         checks.append(_check("bubblewrap", old is None, old or f"{bwrap} ({version})", "install a newer bubblewrap (see the detail above)"))
 
-    try:
-        value = Path("/proc/sys/user/max_user_namespaces").read_text().strip()
-        checks.append(_check("user namespaces", value != "0", f"user.max_user_namespaces = {value}", "`sysctl -w user.max_user_namespaces=15000`"))
-    except OSError:
-        pass
-    try:
-        value = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").read_text().strip()
-        checks.append(
-            _check("AppArmor userns restriction", value == "0", f"kernel.apparmor_restrict_unprivileged_userns = {value}",
-                   "allow bwrap to create user namespaces (an AppArmor profile for /usr/bin/bwrap), or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
-        )
-    except OSError:
-        pass
+    from gtd.sandbox import userns
+
+    for name, ok, detail, fix in userns.checks():
+        checks.append(_check(name, ok, detail, fix))
+        if name.startswith("AppArmor"):
+            checks[-1]["required"] = False  # a profile for bwrap lifts it: "sandbox start" below decides
 
     try:
         from gtd.sandbox.seccomp import compile_filter

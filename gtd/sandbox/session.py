@@ -375,14 +375,10 @@ class SandboxSession:
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
                 "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
             )
-        try:
-            if Path("/proc/sys/user/max_user_namespaces").read_text().strip() == "0":
-                raise SandboxUnavailable(
-                    "user namespaces are disabled (user.max_user_namespaces=0): enable them with "
-                    "`sysctl -w user.max_user_namespaces=15000`. " + DOCTOR_HINT
-                )
-        except OSError:
-            pass
+        from gtd.sandbox import userns
+
+        if refused := userns.refusal():
+            raise SandboxUnavailable(f"{refused}. {DOCTOR_HINT}")
 
     def _make_proxy(self):
         from gtd.sandbox.domains import DomainRules
@@ -724,7 +720,10 @@ def _probe_bwrap(bwrap: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if r.returncode:
-        return r.stderr.strip() or f"minimal bwrap run exited {r.returncode}"
+        from gtd.sandbox import userns
+
+        said = r.stderr.strip() or f"minimal bwrap run exited {r.returncode}"
+        return f"{said}; {restricted}" if (restricted := userns.restriction()) else said
     from gtd.sandbox.bwrap import too_old
 
     return too_old(bwrap) or "bwrap works in a minimal run; check the paths in the policy"
