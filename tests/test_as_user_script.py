@@ -1,0 +1,69 @@
+"""scripts/as-user, through which root's scripts/test-as-user runs everything as the unprivileged user: that
+user's processes, and any they leave running, never hold root's terminal (no TIOCSTI into root's shell,
+no reading what root types next)."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pty
+import pwd
+import subprocess
+from pathlib import Path
+
+import pytest
+
+AS_USER = Path(__file__).resolve().parents[1] / "scripts" / "as-user"
+
+
+def _unprivileged_user() -> str | None:
+    """A user whose name is also a group (as_user passes --regid=USER): scripts/test-as-user's, or `dev`."""
+    for name in ("gtd-test", "dev"):
+        try:
+            pwd.getpwnam(name), grp.getgrnam(name)
+            return name
+        except KeyError:
+            continue
+    return None
+
+
+USER = _unprivileged_user()
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or USER is None, reason="root dropping to an unprivileged user")
+
+PROBE = """
+import os
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR))
+    print("controlling terminal")
+except OSError:
+    print("no controlling terminal")
+print("terminal fds", [fd for fd in range(3) if os.isatty(fd)])
+print("uid", os.getuid())
+"""
+
+
+def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
+    pid, terminal = pty.fork()  # root at a terminal: it is the child's controlling one and stdin/out/err
+    if pid == 0:  # pragma: no cover - child
+        os.execv(str(AS_USER), [str(AS_USER), USER, "/usr/bin/python3", "-c", PROBE])
+    said = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: every holder of the terminal's other side closed it
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(terminal)
+    _, status = os.waitpid(pid, 0)
+    text = said.decode().replace("\r", "")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "no controlling terminal" in text and "terminal fds []" in text, text  # its output still reaches it
+    assert f"uid {pwd.getpwnam(USER).pw_uid}" in text, text
+
+
+def test_a_pipe_is_passed_as_it_is_and_the_exit_status_comes_back():
+    # scripts/test-as-user pipes the tree into `as_user tar -x` and reads `as_user cat .installed`.
+    ran = subprocess.run([str(AS_USER), USER, "sh", "-c", "cat; exit 7"], input="the tree\n", capture_output=True, text=True, cwd="/")
+    assert (ran.returncode, ran.stdout) == (7, "the tree\n"), ran
