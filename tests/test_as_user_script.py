@@ -67,3 +67,12 @@ def test_a_pipe_is_passed_as_it_is_and_the_exit_status_comes_back():
     # scripts/test-as-user pipes the tree into `as_user tar -x` and reads `as_user cat .installed`.
     ran = subprocess.run([str(AS_USER), USER, "sh", "-c", "cat; exit 7"], input="the tree\n", capture_output=True, text=True, cwd="/")
     assert (ran.returncode, ran.stdout) == (7, "the tree\n"), ran
+
+
+def test_nothing_of_roots_environment_reaches_the_user():
+    # A CI job's token in root's environment: any process of the user's could read the command's
+    # /proc/PID/environ (a process left running from the last run, watching for the next one).
+    env = {**os.environ, "GTD_ROOTS_TOKEN": "secret"}
+    ran = subprocess.run([str(AS_USER), USER, "env"], env=env, capture_output=True, text=True, cwd="/")
+    assert ran.returncode == 0 and "PATH=" in ran.stdout, ran
+    assert "secret" not in ran.stdout, ran.stdout
