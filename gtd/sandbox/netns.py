@@ -193,6 +193,10 @@ def _join_namespaces(pid: int, report: socket.socket) -> None:  # pragma: no cov
     with a network layer. (As root, CAP_SYS_ADMIN in the initial namespace covers any network namespace.)"""
     net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
+        if _same_namespace(net, "/proc/self/ns/net"):
+            # Not a sandbox (its pid reused by a process of the host's): as root the rest would succeed, and
+            # the listeners and the route of every address to `lo` would go into the host's own network.
+            raise OSError(errno.EPERM, f"process {pid} has no network namespace of its own: not a sandbox")
         try:
             owner = fcntl.ioctl(net, NS_GET_USERNS)
         except OSError as exc:
@@ -208,6 +212,11 @@ def _join_namespaces(pid: int, report: socket.socket) -> None:  # pragma: no cov
             raise OSError(err, f"setns net: {os.strerror(err)}")
     finally:
         os.close(net)
+
+
+def _same_namespace(fd: int, path: str) -> bool:  # pragma: no cover - forked child
+    here, there = os.fstat(fd), os.stat(path)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _loopback_ready(probe: socket.socket) -> bool:  # pragma: no cover - forked child

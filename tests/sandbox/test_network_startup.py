@@ -86,6 +86,25 @@ def test_sockets_reach_a_network_namespace_whose_process_moved_to_a_nested_user_
         holder.wait()
 
 
+def test_a_pid_in_the_hosts_own_network_namespace_gets_no_sockets():
+    # A sandbox's pid that a host process took (bwrap's child gone, the pid reused): as root, joining
+    # "its" namespaces succeeded (the host's user namespace was taken for bwrap without one), and the
+    # proxy listener and the route of every address to `lo` went into the host's own network.
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        with pytest.raises(OSError, match="no network namespace of its own"):
+            open_namespace_sockets(holder.pid, NamespaceLayout(proxy_port=_free_port()))
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_many_parallel_starts_under_load_all_reach_the_proxy(sandbox, repo):
     """Many sandboxes start at once while the CPUs are busy; every one gets its network."""
     s = sandbox(Level.READWRITE)
