@@ -24,14 +24,16 @@ from gtd.sandbox.netns import NamespaceHelper, NamespaceLayout, open_namespace_s
 from sandbox_support import requires_bwrap, sh
 
 pytestmark = [requires_bwrap, pytest.mark.bwrap]
+# iproute2's `ip` is in /usr/sbin on Debian, off a non-root user's PATH (scripts/test-as-user runs with one).
+IP = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin")
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None or shutil.which("ip") is None, reason="needs util-linux unshare and iproute2")
+@pytest.mark.skipif(shutil.which("unshare") is None or IP is None, reason="needs util-linux unshare and iproute2")
 def test_sockets_wait_for_loopback_instead_of_failing():
     # The state bwrap's loopback set-up passes through: `lo` flagged up, 127.0.0.1 not yet assignable.
     holder = subprocess.Popen(
         ["unshare", "--user", "--map-root-user", "--net", "sh", "-c",
-         "ip link set lo up; ip addr del 127.0.0.1/8 dev lo; echo ready; read go; ip addr add 127.0.0.1/8 dev lo; echo up; sleep 60"],
+         f"{IP} link set lo up; {IP} addr del 127.0.0.1/8 dev lo; echo ready; read go; {IP} addr add 127.0.0.1/8 dev lo; echo up; sleep 60"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -62,7 +64,7 @@ def test_sockets_wait_for_loopback_instead_of_failing():
         holder.wait()
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+@pytest.mark.skipif(shutil.which("unshare") is None or IP is None, reason="needs util-linux unshare and iproute2")
 def test_sockets_reach_a_network_namespace_whose_process_moved_to_a_nested_user_namespace():
     # What bwrap run by any user but root does with --dev: the network namespace belongs to a first user
     # namespace (uid mapped to 0 to mount devpts), and the command ends up in a second, nested one.
@@ -70,7 +72,7 @@ def test_sockets_reach_a_network_namespace_whose_process_moved_to_a_nested_user_
     # failed with EPERM and no sandbox with a network layer started for a non-root developer.
     holder = subprocess.Popen(
         ["unshare", "--user", "--map-root-user", "--net", "sh", "-c",
-         "ip link set lo up 2>/dev/null || exit 3; exec unshare --user sh -c 'echo ready; exec sleep 60'"],
+         f"{IP} link set lo up 2>/dev/null || exit 3; exec unshare --user sh -c 'echo ready; exec sleep 60'"],
         stdout=subprocess.PIPE, text=True,
     )
     try:
