@@ -1,6 +1,6 @@
 """scripts/as-user, through which root's scripts/test-as-user runs everything as the unprivileged user: that
 user's processes, and any they leave running, never hold root's terminal (no TIOCSTI into root's shell,
-no reading what root types next)."""
+no reading what root types next, nor its environment); and scripts/test-as-user, which uses it.
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 AS_USER = Path(__file__).resolve().parents[1] / "scripts" / "as-user"
+TEST_AS_USER = AS_USER.with_name("test-as-user")
 
 
 def _unprivileged_user() -> str | None:
@@ -76,3 +77,31 @@ def test_nothing_of_roots_environment_reaches_the_user():
     ran = subprocess.run([str(AS_USER), USER, "env"], env=env, capture_output=True, text=True, cwd="/")
     assert ran.returncode == 0 and "PATH=" in ran.stdout, ran
     assert "secret" not in ran.stdout, ran.stdout
+
+
+def test_a_run_waiting_for_the_lock_says_what_holds_it():
+    # Every process of the user's inherits the lock: one left running from the last run held the next
+    # run silently, for good.
+    import fcntl
+    import selectors
+    import signal
+
+    try:
+        pwd.getpwnam("gtd-test")
+    except KeyError:
+        pytest.skip("no gtd-test user (test-as-user would create it)")
+    with open("/var/lib/gtd-test.lock") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pytest.skip("a test-as-user run is under way")
+        waiting = subprocess.Popen([str(TEST_AS_USER), "--co"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                   text=True, start_new_session=True)
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(waiting.stderr, selectors.EVENT_READ)
+                said = waiting.stderr.readline() if sel.select(timeout=30) else ""
+        finally:
+            os.killpg(waiting.pid, signal.SIGKILL)
+            waiting.wait()
+    assert "waiting for another run as gtd-test" in said and "ps -u gtd-test" in said, said
