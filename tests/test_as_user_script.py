@@ -1,6 +1,6 @@
 """scripts/as-user, through which root's scripts/test-as-user runs everything as the unprivileged user: that
 user's processes, and any they leave running, never hold root's terminal (no TIOCSTI into root's shell,
-no reading what root types next, nor its environment); and scripts/test-as-user, which uses it.
+no reading what root types next, nor its environment); and scripts/test-as-user, which uses it."""
 
 from __future__ import annotations
 
