@@ -29,7 +29,7 @@ def _unprivileged_user() -> str | None:
 
 
 USER = _unprivileged_user()
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or USER is None, reason="root dropping to an unprivileged user")
+as_root = pytest.mark.skipif(os.geteuid() != 0 or USER is None, reason="root dropping to an unprivileged user")
 
 PROBE = """
 import os
@@ -43,6 +43,7 @@ print("uid", os.getuid())
 """
 
 
+@as_root
 def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
     pid, terminal = pty.fork()  # root at a terminal: it is the child's controlling one and stdin/out/err
     if pid == 0:  # pragma: no cover - child
@@ -64,12 +65,14 @@ def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
     assert f"uid {pwd.getpwnam(USER).pw_uid}" in text, text
 
 
+@as_root
 def test_a_pipe_is_passed_as_it_is_and_the_exit_status_comes_back():
     # scripts/test-as-user pipes the tree into `as_user tar -x` and reads `as_user cat .installed`.
     ran = subprocess.run([str(AS_USER), USER, "sh", "-c", "cat; exit 7"], input="the tree\n", capture_output=True, text=True, cwd="/")
     assert (ran.returncode, ran.stdout) == (7, "the tree\n"), ran
 
 
+@as_root
 def test_nothing_of_roots_environment_reaches_the_user():
     # A CI job's token in root's environment: any process of the user's could read the command's
     # /proc/PID/environ (a process left running from the last run, watching for the next one).
@@ -79,6 +82,7 @@ def test_nothing_of_roots_environment_reaches_the_user():
     assert "secret" not in ran.stdout, ran.stdout
 
 
+@as_root
 def test_a_run_waiting_for_the_lock_says_what_holds_it():
     # Every process of the user's inherits the lock: one left running from the last run held the next
     # run silently, for good.
@@ -105,3 +109,22 @@ def test_a_run_waiting_for_the_lock_says_what_holds_it():
             os.killpg(waiting.pid, signal.SIGKILL)
             waiting.wait()
     assert "waiting for another run as gtd-test" in said and "ps -u gtd-test" in said, said
+
+
+def test_the_users_copy_gets_the_tree_but_not_git_nor_what_is_ignored(tmp_path):
+    # A CI checkout's .git/config holds its token (actions/checkout's extraheader); a .env beside the code
+    # is ignored by git. Neither is the unprivileged user's to read.
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    (tree / "scripts" / "test-as-user").write_bytes(TEST_AS_USER.read_bytes())
+    (tree / "scripts" / "test-as-user").chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    (tree / ".gitignore").write_text(".env\n")
+    (tree / ".env").write_text("TOKEN=secret\n")
+    (tree / "code.py").write_text("tracked\n")
+    subprocess.run(["git", "-C", str(tree), "add", "code.py", ".gitignore"], check=True)
+    (tree / "new.py").write_text("not yet added\n")
+    subprocess.run(["git", "-C", str(tree), "config", "http.extraheader", "AUTHORIZATION: basic secret"], check=True)
+    listed = subprocess.run([str(tree / "scripts" / "test-as-user"), "--files"], capture_output=True, text=True, check=True).stdout.split()
+    assert {"code.py", "new.py", ".gitignore", "scripts/test-as-user"} <= set(listed), listed
+    assert not [f for f in listed if f == ".env" or f.startswith(".git/")], listed
