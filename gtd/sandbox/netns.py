@@ -114,7 +114,7 @@ class NamespaceHelper:
                 code = 0
             except BaseException as exc:  # noqa: BLE001 - report anything to the parent
                 try:
-                    child.sendall(f"E{exc!r}".encode())
+                    child.sendall(f"E{_in_words(exc)}".encode())
                 except OSError:
                     pass
             finally:
@@ -158,6 +158,14 @@ class NamespaceHelper:
 def open_namespace_sockets(pid: int, layout: NamespaceLayout) -> NamespaceSockets:
     """Create `layout`'s sockets inside the network namespace of `pid` (bwrap's child, still blocked)."""
     return NamespaceHelper(layout).sockets_for(pid)
+
+
+def _in_words(exc: BaseException) -> str:  # pragma: no cover - forked child
+    """What failed in the helper as a person reads it: an OSError's own words ("setns net: Operation not
+    permitted"), not its repr ("PermissionError(1, 'setns net: ...')"); other exceptions with their type."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror if exc.filename is None else f"{exc.strerror}: {exc.filename}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _keep_only(fd: int) -> None:  # pragma: no cover - forked child

@@ -94,8 +94,11 @@ def test_a_pid_in_the_hosts_own_network_namespace_gets_no_sockets():
     # proxy listener and the route of every address to `lo` went into the host's own network.
     holder = subprocess.Popen(["sleep", "60"])
     try:
-        with pytest.raises(OSError, match="no network namespace of its own"):
+        with pytest.raises(OSError) as refused:
             open_namespace_sockets(holder.pid, NamespaceLayout(proxy_port=_free_port()))
+        # In words, as the failed start shows it to a person (it was the exception's repr).
+        assert str(refused.value) == (f"could not open the proxy port inside the sandbox: process {holder.pid} "
+                                      "has no network namespace of its own: not a sandbox"), refused.value
     finally:
         holder.kill()
         holder.wait()
