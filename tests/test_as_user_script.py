@@ -43,11 +43,11 @@ print("uid", os.getuid())
 """
 
 
-@as_root
-def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
-    pid, terminal = pty.fork()  # root at a terminal: it is the child's controlling one and stdin/out/err
+def _at_a_terminal(argv: list[str]) -> str:
+    """What `argv`, run by root at a terminal (its controlling one, and stdin, stdout, stderr), writes there."""
+    pid, terminal = pty.fork()
     if pid == 0:  # pragma: no cover - child
-        os.execv(str(AS_USER), [str(AS_USER), USER, "/usr/bin/python3", "-c", PROBE])
+        os.execv(argv[0], argv)
     said = b""
     while True:
         try:
@@ -59,8 +59,14 @@ def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
         said += chunk
     os.close(terminal)
     _, status = os.waitpid(pid, 0)
-    text = said.decode().replace("\r", "")
+    text = said.decode().replace("\r\n", "\n")
     assert os.waitstatus_to_exitcode(status) == 0, text
+    return text
+
+
+@as_root
+def test_the_user_gets_no_descriptor_of_roots_terminal_nor_a_controlling_one():
+    text = _at_a_terminal([str(AS_USER), USER, "/usr/bin/python3", "-c", PROBE])
     assert "no controlling terminal" in text and "terminal fds []" in text, text  # its output still reaches it
     assert f"uid {pwd.getpwnam(USER).pw_uid}" in text, text
 
@@ -128,3 +134,12 @@ def test_the_users_copy_gets_the_tree_but_not_git_nor_what_is_ignored(tmp_path):
     listed = subprocess.run([str(tree / "scripts" / "test-as-user"), "--files"], capture_output=True, text=True, check=True).stdout.split()
     assert {"code.py", "new.py", ".gitignore", "scripts/test-as-user"} <= set(listed), listed
     assert not [f for f in listed if f == ".env" or f.startswith(".git/")], listed
+
+
+@as_root
+def test_what_reaches_roots_terminal_is_text():
+    # An escape sequence from the user's output (a window title here; OSC 52 sets the clipboard, and some
+    # terminals answer a query by typing into root's shell) arrives without its control characters.
+    said = _at_a_terminal([str(AS_USER), USER, "printf", r"\033]0;owned\007dots\tand\ttabs\n"])
+    assert "\x1b" not in said and "\x07" not in said, repr(said)
+    assert "]0;owneddots\tand\ttabs" in said, repr(said)
