@@ -46,3 +46,21 @@ def test_a_failed_bwrap_under_apparmors_restriction_names_it_for_a_non_root_user
     monkeypatch.setattr(userns.os, "geteuid", lambda: 0)  # root is not restricted by it
     _sysctl(tmp_path, monkeypatch, "APPARMOR", "1")
     assert "AppArmor" not in _probe_bwrap(str(fake))
+
+
+@requires_bwrap
+def test_debians_switch_stops_a_non_root_users_start_with_the_sysctl_that_allows_it(tmp_path, monkeypatch, sandbox):
+    # Debian's kernels before 11 refused user namespaces to every user but root by default; bwrap then
+    # failed, and doctor's "user namespaces" row (the count only) said ok.
+    _sysctl(tmp_path, monkeypatch, "CLONE", "0")
+    monkeypatch.setattr(userns.os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable) as refused:
+        sandbox(Level.READWRITE)
+    assert "kernel.unprivileged_userns_clone = 0" in str(refused.value) and userns.CLONE_FIX in str(refused.value)
+    row = next(c for c in doctor.sandbox_checks() if c["name"] == "unprivileged user namespaces")
+    assert not row["ok"] and row["fix"] == userns.CLONE_FIX, row
+    monkeypatch.setattr(userns.os, "geteuid", lambda: 0)  # root is not refused by it
+    assert userns.refusal() is None
+    _sysctl(tmp_path, monkeypatch, "CLONE", "1")
+    monkeypatch.setattr(userns.os, "geteuid", lambda: 1000)
+    assert userns.refusal() is None
