@@ -5,7 +5,7 @@ bubblewrap (not setuid) needs an unprivileged user namespace. Three sysctls refu
 (`kernel.unprivileged_userns_clone = 0`, the default of its kernels before Debian 11) and, on Ubuntu 23.10
 and later, AppArmor's restriction
 (`kernel.apparmor_restrict_unprivileged_userns = 1`), under which bwrap stops with "setting up uid
-map: Permission denied" unless a profile allows it. Both are read from /proc/sys; root is not restricted
+map: Permission denied" unless a profile allows it. All three are read from /proc/sys; root is not restricted
 by Debian's switch or AppArmor's.
 """
 
