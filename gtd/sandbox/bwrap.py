@@ -58,17 +58,23 @@ from gtd.sandbox.containment import inside, strictly_inside
 MIN_VERSION = (0, 5, 0)
 
 
-def too_old(bwrap: str) -> str | None:
-    """Why `bwrap` cannot run gtd's sandbox, when its version is older than MIN_VERSION; None when it is
-    new enough or its version cannot be read (the sandbox start then reports what bwrap says)."""
-    import re
+def version_said(bwrap: str) -> str:
+    """What `bwrap --version` prints ("bubblewrap 0.8.0"), or "" when it cannot be run."""
     import subprocess
 
     try:
-        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+        return ""
+
+
+def too_old(bwrap: str, said: str | None = None) -> str | None:
+    """Why `bwrap` cannot run gtd's sandbox, when its version (`said`: version_said's, asked here if not
+    given) is older than MIN_VERSION; None when it is new enough or its version cannot be read (the sandbox
+    start then reports what bwrap says)."""
+    import re
+
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version_said(bwrap) if said is None else said)
     if not found:
         return None
     version = tuple(int(part or 0) for part in found.groups())

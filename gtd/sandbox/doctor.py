@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,10 +27,10 @@ def sandbox_checks() -> list[dict]:
     if not bwrap:
         checks.append(_check("bubblewrap", False, "bwrap not found on PATH", "install bubblewrap: `apt-get install bubblewrap` / `dnf install bubblewrap`"))
     else:
-        from gtd.sandbox.bwrap import too_old
+        from gtd.sandbox.bwrap import too_old, version_said
 
-        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
-        old = too_old(bwrap)
+        version = version_said(bwrap)  # asked once: for the row and for the age check
+        old = too_old(bwrap, version)
         checks.append(_check("bubblewrap", old is None, old or f"{bwrap} ({version})", "install a newer bubblewrap (see the detail above)"))
 
     from gtd.sandbox import userns
