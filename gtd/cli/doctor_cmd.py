@@ -35,10 +35,11 @@ def collect(directory=None) -> list[dict]:
         checks.append(_check("config", True, ", ".join(str(f) for f in loaded.files) or "defaults only"))
         sandbox_enabled = loaded.config.sandbox.enabled
         wanted = str(loaded.config.provider)
+        config, workspace = loaded.config, loaded.repo_root
     except GtdError as exc:
         checks.append(_check("config", False, str(exc), "fix the file named above"))
-        sandbox_enabled, wanted = True, "auto"
-    for check in sandbox_checks():
+        sandbox_enabled, wanted, config, workspace = True, "auto", None, None
+    for check in sandbox_checks(_probed_provider(wanted, config), config=config, workspace=workspace):
         check.setdefault("required", sandbox_enabled)
         check["sandbox"] = True
         checks.append(check)
@@ -52,6 +53,21 @@ def collect(directory=None) -> list[dict]:
         checks.append(_check("agent CLI", False, "none of " + ", ".join(p["name"] for p in providers)
                              + " is installed (provider: auto)", "install one of them (fixes above)"))
     return checks
+
+
+def _probed_provider(wanted: str, config):
+    """The agent CLI whose real mounts the sandbox probe uses (the configured one, or the one `auto`
+    picks); None when there is none to run."""
+    if config is None:
+        return None
+    from gtd.errors import GtdError
+    from gtd.providers.registry import get_provider
+
+    try:
+        provider = get_provider(wanted, config)
+    except GtdError:
+        return None
+    return provider if provider.name != "scripted" else None
 
 
 def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> None:

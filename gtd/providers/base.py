@@ -58,6 +58,9 @@ class SandboxNeeds:
     # A cloud model provider's (Bedrock, Vertex: providers/cloud_credentials.py) variables and files, with why.
     env_origins: dict[str, str] = field(default_factory=dict)
     credential_files: dict[Path, str] = field(default_factory=dict)  # readable, read-only, inside
+    # A login the CLI reads from its gtd-managed config dir although the person's file lives elsewhere
+    # (claude's `~/.claude/.credentials.json`): {where the CLI looks: (the person's file, why)}, bound read-only.
+    login_files: dict[Path, tuple[Path, str]] = field(default_factory=dict)
 
     def add_cloud(self, cloud) -> None:
         """Let in a chosen cloud provider's credentials (a providers.cloud_credentials.CloudCredentials)."""

@@ -47,6 +47,15 @@ class ClaudeProvider(Provider):
             protected_paths=[self.config_dir / name for name in PROTECTED_NAMES],
             env_passthrough=list(CREDENTIAL_ENV),
         )
+        _drop_planted_links(self.config_dir)
+        login = subscription_login()
+        if login is not None:
+            needs.login_files[self.config_dir / LOGIN_NAME] = (login, f"claude's subscription login ({login})")
+            if not _api_key_set():  # the login is what claude uses: it asks Anthropic's API about its account
+                account = host_port(ANTHROPIC_DEFAULT)
+                if account not in needs.model_hosts:
+                    needs.model_hosts.append(account)
+                    needs.model_host_origins[account] = f"claude's subscription login ({login}): its account API"
         cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: that cloud's hosts and credentials
         if cloud is not None:
             kind, why = cloud
@@ -66,7 +75,7 @@ class ClaudeProvider(Provider):
         })
         # Reset each run: an MCP server or allow-rule planted here must not survive into the next run.
         write_json(self.config_dir / ".claude.json", {"hasCompletedOnboarding": True, "autoUpdates": False})
-        _link_user_credentials(self.config_dir)
+        check_login_fresh()
 
     def command(self, request: AgentRequest) -> CommandSpec:
         self.prepare()
@@ -172,12 +181,66 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _link_user_credentials(config_dir: Path) -> None:
-    """Let a `claude login` session work: the user's credentials file, read through a link (never copied)."""
-    own = Path.home() / ".claude" / ".credentials.json"
-    link = config_dir / ".credentials.json"
-    if own.is_file() and not link.exists() and not link.is_symlink():
+LOGIN_NAME = ".credentials.json"
+# An access token this close to its expiry is refreshed by the CLI at start: too close to run on.
+EXPIRY_MARGIN_SECONDS = 300
+
+
+def subscription_login() -> Path | None:
+    """The person's `claude` /login file (`~/.claude/.credentials.json`), when it exists. It is bound
+    read-only into gtd's claude config dir at the start of every sandbox (sandbox_needs); the file
+    itself, a link or a copy, never goes into that dir."""
+    own = Path(os.environ.get("HOME") or Path.home()) / ".claude" / LOGIN_NAME
+    return own if os.path.lexists(own) else None
+
+
+def check_login_fresh(now: float | None = None) -> None:
+    """Stop before the agent starts when the subscription login's access token has expired: the CLI would
+    refresh it and could not save the new one (the file is read-only inside the sandbox), and a refresh
+    token is single-use, so the person's own `claude` would be logged out. An API key in the environment
+    takes precedence over the login file, and a file gtd cannot read is left to the CLI to report."""
+    if _api_key_set():
+        return
+    login = subscription_login()
+    if login is None:
+        return
+    import json
+    import time
+
+    from gtd.errors import GtdError
+
+    try:
+        with open(login, "rb") as f:
+            data = json.loads(f.read(1 << 20))
+        expires_ms = data["claudeAiOauth"]["expiresAt"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if not isinstance(expires_ms, (int, float)):
+        return
+    now = time.time() if now is None else now
+    if expires_ms / 1000 > now + EXPIRY_MARGIN_SECONDS:
+        return
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(expires_ms / 1000))
+    raise GtdError(
+        f"your Claude login's access token expired ({when}): claude inside the sandbox cannot save a refreshed "
+        f"one, and refreshing there would log your own claude out. Run `claude -p hi` once outside gtd to refresh "
+        f"it (or set ANTHROPIC_API_KEY), then run gtd again")
+
+
+def _api_key_set() -> bool:
+    """A credential in the environment, which claude uses instead of the login file."""
+    return any(os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"))
+
+
+def _drop_planted_links(config_dir: Path) -> None:
+    """Remove symlinks at the protected names of gtd's own claude config dir (the host's side, before the
+    mounts are planned). A link there cannot carry a read-only mount, so the sandbox would protect the
+    whole dir instead and claude could not start: the link to the login that earlier gtd versions made,
+    or one an agent made in a session where the name was still missing."""
+    for name in PROTECTED_NAMES:
+        path = config_dir / name
         try:
-            link.symlink_to(own)
+            if path.is_symlink():
+                path.unlink()
         except OSError:
-            pass
+            pass  # left for the mount plan, which then protects the whole dir (fails closed)

@@ -486,6 +486,8 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         return _root_of(p, by_string)
 
     targets: list[Path] = []
+    sealed_roots: list[Path] = []
+    placeholders: list[Path] = []
     gtd_own = _gtd_own()
     protected_set = {str(p) for p in policy.protected}
     for p in _outermost_protected(policy):
@@ -501,6 +503,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
             p = where
             if p == root:
                 add(p, 3, "--ro-bind", str(p), str(p))
+                sealed_roots.append(p)
                 continue
             state = "ok"
         bind_ancestors(p, root)
@@ -511,6 +514,11 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         elif not _gets_placeholder(where, policy, gtd_own):
             plan.watched.append((p, where))
         else:
+            placeholders.append(where)
+    # A root made read-only as a whole (a symlink at one of its protected names) needs no placeholder in it,
+    # and bwrap could not create one there: the start failed on the first ("Can't create file").
+    for where in placeholders:
+        if not any(inside(where, r) for r in sealed_roots):
             add(where, 3, "--ro-bind", str(empty_file()), str(where))
             plan.placeholders.append(where)
     for target in targets:

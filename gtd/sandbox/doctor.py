@@ -13,7 +13,9 @@ def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict:
     return {"name": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
 
 
-def sandbox_checks() -> list[dict]:
+def sandbox_checks(provider=None, *, config=None, workspace: Path | None = None) -> list[dict]:
+    """`provider`: the agent CLI gtd would run (None: none installed); the start is probed with its real
+    mounts (its config dir, its protected files, its login), under `config`, in `workspace`."""
     if sys.platform == "darwin":
         found = shutil.which("sandbox-exec")
         return [_check("sandbox-exec", bool(found), found or "not found", "sandbox-exec ships with macOS; check PATH (/usr/bin)")]
@@ -50,7 +52,7 @@ def sandbox_checks() -> list[dict]:
 
     checks += _kernel_layer_checks()
     if bwrap:
-        checks.append(_smoke_test())
+        checks.append(_smoke_test(provider, config, workspace))
         checks.append(_caches_check())
     return checks
 
@@ -111,24 +113,41 @@ def _relay_check() -> dict:
                   "(`native/relay-*.so`) that is a symlink, not yours, or writable by others")
 
 
-def _smoke_test() -> dict:
+def _smoke_test(provider=None, config=None, workspace: Path | None = None) -> dict:
     """Start a real readwrite sandbox and run `true` in it: readwrite is the lowest level with a network layer
     (the proxy port, DNS and interception created inside the sandbox's network namespace), which a
-    readonly sandbox has none of, so a readonly probe passed where no build phase could start."""
+    readonly sandbox has none of, so a readonly probe passed where no build phase could start. The mounts are
+    the chosen agent CLI's (a login file, its protected config files): a plan only that CLI's runs have
+    failed there while this probe passed."""
     from gtd.config.schema import GtdConfig, Level
-    from gtd.errors import SandboxUnavailable
+    from gtd.errors import GtdError, SandboxUnavailable
     from gtd.sandbox.policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
+    with_cli = f" with {provider.name}'s mounts" if provider is not None else ""
     with tempfile.TemporaryDirectory(prefix="gtd-doctor-") as tmp:
         try:
-            policy = build_policy(GtdConfig(), workspace=Path(tmp), level=Level.READWRITE)
+            needs = None
+            if provider is not None:
+                from gtd.config.levels import Phase
+                from gtd.providers.base import AgentRequest
+
+                # Its command is built (not run) as for a real phase: the files the CLI's preparation writes
+                # and the login it checks are part of the start.
+                provider.command(AgentRequest(phase=Phase.BUILD, prompt="", cwd=Path(tmp)))
+                needs = provider.sandbox_needs(workspace)
+            policy = build_policy(config or GtdConfig(), workspace=workspace or Path(tmp), level=Level.READWRITE,
+                                  needs=needs)
             with open_sandbox(policy) as session:
-                result = session.run(["true"], cwd=tmp, timeout=30)
+                result = session.run(["true"], cwd=policy.workspace, timeout=30)
             ok = result.returncode == 0
-            detail = "sandboxed `true` ran at readwrite (namespaces, seccomp, proxy, DNS)" if ok else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}"
+            detail = (f"sandboxed `true` ran at readwrite{with_cli} (namespaces, seccomp, proxy, DNS)" if ok
+                      else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}")
             return _check("sandbox start", ok, detail, "see the detail above; bwrap needs user and network namespaces")
         except SandboxUnavailable as exc:
             return _check("sandbox start", False, str(exc), "fix the cause above, or set sandbox.enabled=false to run unsandboxed (not recommended)")
+        except GtdError as exc:
+            return _check("sandbox start", False, f"{provider.name if provider else 'the agent'} cannot start: {exc}",
+                          "see the detail above")
         except Exception as exc:  # noqa: BLE001
             return _check("sandbox start", False, repr(exc), "report this as a gtd bug")

@@ -296,6 +296,14 @@ def build_policy(
 
     credential_files, refused_credentials = resolve_credential_files(
         needs.credential_files, workspace=workspace, deny_read=tuple(deny_read), writable=tuple(writable))
+    for target, (source, why) in needs.login_files.items():
+        # Resolved like a credential file (never from the workspace or a writable path), then bound where
+        # the CLI looks: inside its own config dir, which is writable, so it is also protected (read-only).
+        found, refused = resolve_credential_files(
+            {source: why}, workspace=workspace, deny_read=tuple(deny_read), writable=tuple(writable))
+        credential_files += [CredentialFile(target, f.source, f.origin) for f in found]
+        refused_credentials += refused
+        protected.append(target)
 
     registries: tuple[Registry, ...] = ()
     if not level.at_most(Level.READWRITE):

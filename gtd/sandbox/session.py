@@ -513,7 +513,11 @@ class SandboxSession:
         relay.started()
         self._relays.append(relay)
 
-        def network_failed(exc: OSError) -> _NetworkSetupFailed:
+        def network_failed(exc: OSError) -> Exception:
+            if _exited_by_itself(proc):
+                # bwrap died on its own (a mount it could not make): the namespace helper only failed
+                # because of that. bwrap's own words come first, and starting again would fail the same way.
+                return self._bwrap_failed(proc.returncode, policy)
             _kill_group(proc)
             proc.wait()
             # A relayed stdin has started flowing into the dead sandbox: starting again would lose it.
@@ -528,14 +532,14 @@ class SandboxSession:
             info = _read_info(info_r)
             if info is None:
                 proc.wait()
-                raise SandboxUnavailable(
-                    f"bubblewrap could not create the sandbox (exit {proc.returncode}): {_probe_bwrap(self._bwrap)}. {DOCTOR_HINT}"
-                )
+                raise self._bwrap_failed(proc.returncode, policy)
             # Moving a process into a cgroup waits for an RCU grace period (~10 ms; none shortly after start()
             # primed it): done while the mounts are verified and the network is set up, and finished before
             # the command may run.
             attaching = Background(cgroup.attach, proc.pid, int(info["child-pid"])) if cgroup is not None else None
             moved = plan.verify(int(info["child-pid"]), skip=self._caches.writable() if self._caches else ())
+            if moved is not None and _exited_by_itself(proc):
+                raise self._bwrap_failed(proc.returncode, policy)
             if moved is not None:
                 _kill_group(proc)
                 proc.wait()
@@ -566,6 +570,51 @@ class SandboxSession:
             os.close(info_r)
             os.close(block_w)
         return proc
+
+    def _bwrap_failed(self, status: int | None, policy: SandboxPolicy) -> SandboxUnavailable:
+        """The error for a bwrap that exited before the command ran, in bwrap's own words: the first line it
+        prints when the same mounts are made again (its stderr is the command's, so the failed start's own
+        line went wherever the command's output goes). Only when that start works does the minimal probe
+        say what it can (user namespaces, an old bwrap)."""
+        said = self._replay_mounts(policy)
+        if said is None:
+            said = _probe_bwrap(self._bwrap)
+        else:
+            from gtd.sandbox import userns
+            from gtd.sandbox.bwrap import too_old
+
+            cause = too_old(self._bwrap) or userns.restriction()  # what bwrap's line leaves unsaid, when it applies
+            said = f"{said}; {cause}" if cause else said
+        return SandboxUnavailable(f"bubblewrap could not create the sandbox (exit {status}): {said}. {DOCTOR_HINT}")
+
+    def _replay_mounts(self, policy: SandboxPolicy) -> str | None:
+        """bwrap's first line of error for this policy's mounts with `true` as the command, or None."""
+        from gtd.sandbox.bwrap import render_mounts
+
+        fds: list[int] = []
+        try:
+            plan = render_mounts(policy)
+            fds += plan.fds
+            launch_args, launch_fds = self._layers.mounts()
+            fds += launch_fds
+            args = [self._bwrap, *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
+                    "--", "true"]
+            if self._caches is not None:
+                args = self._caches.wrap(args)
+            result = subprocess.run(args, pass_fds=tuple(fds), stdin=subprocess.DEVNULL, capture_output=True,
+                                    timeout=15)
+        except (OSError, subprocess.SubprocessError, SandboxUnavailable):
+            return None
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if result.returncode == 0:
+            return None
+        lines = [line.strip() for line in result.stderr.decode(errors="replace").splitlines() if line.strip()]
+        return lines[0] if lines else None
 
     def _reap(self) -> None:
         """Stop the listeners of commands that ended. Commands may start from several threads at once: each
@@ -708,6 +757,16 @@ def _read_info(fd: int) -> dict | None:
             return json.loads(buf)
         except ValueError:
             continue
+
+
+def _exited_by_itself(proc: subprocess.Popen, grace: float = 0.5) -> bool:
+    """True when bwrap has exited (or does within `grace` seconds) without being killed: the sign that a
+    later step of the start failed only because bwrap had already died."""
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _probe_bwrap(bwrap: str) -> str:

@@ -61,6 +61,7 @@ class Recorded:
     body: dict[str, Any]
     api: str  # "anthropic" | "openai"
     side: bool  # a request without tools (title etc.)
+    headers: dict[str, str] = field(default_factory=dict)  # lower-cased names: which credential was sent
 
 
 class FakeModelServer:
@@ -342,7 +343,8 @@ def _handler(server: FakeModelServer):
                 self._json(404, {"error": {"message": f"no route {path}"}})
                 return
             side = not _tool_names(api, body)
-            server.requests.append(Recorded(path=path, body=body, api=api, side=side))
+            server.requests.append(Recorded(path=path, body=body, api=api, side=side,
+                                            headers={k.lower(): v for k, v in self.headers.items()}))
             step = server.decide(api, body)
             if step.error:
                 self._json(step.error[0], _error_body(api, *step.error))
