@@ -10,6 +10,7 @@ and watched for in the stream by the runner either way.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from gtd.providers.agent_dirs import agent_dir, write_json
@@ -210,8 +211,13 @@ def check_login_fresh(now: float | None = None) -> None:
     from gtd.errors import GtdError
 
     try:
-        with open(login, "rb") as f:
-            data = json.loads(f.read(1 << 20))
+        fd = os.open(login, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there never blocks gtd
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
+            data = json.loads(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
         expires_ms = data["claudeAiOauth"]["expiresAt"]
     except (OSError, ValueError, KeyError, TypeError):
         return

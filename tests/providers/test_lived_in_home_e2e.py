@@ -182,3 +182,13 @@ def test_doctor_probes_with_the_chosen_clis_start(agent, repo, isolated_home, mo
     rows = {c["name"]: c for c in _json.loads(run_gtd("doctor", "--json", cwd=repo)
                                               .stdout)["checks"]}
     assert not rows["sandbox start"]["ok"] and "access token expired" in rows["sandbox start"]["detail"]
+
+
+def test_a_fifo_as_the_login_file_never_blocks_the_check(isolated_home, monkeypatch):
+    """gtd reads the login on the host before every claude run: a FIFO there must not hang it."""
+    from gtd.providers.claude import check_login_fresh
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    (isolated_home / ".claude").mkdir()
+    os.mkfifo(isolated_home / ".claude" / ".credentials.json")
+    check_login_fresh()  # returns (the CLI reports an unusable login itself); a blocking open would hang here
