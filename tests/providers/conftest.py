@@ -81,3 +81,12 @@ def agent(request, monkeypatch, fake_model):
     require_cli(setup.name, monkeypatch)
     point_at(fake_model, monkeypatch)
     return setup
+
+
+@pytest.fixture
+def claude_agent(monkeypatch, fake_model):
+    """The real claude CLI alone, pointed at the suite's fake model server (its subscription login tests)."""
+    setup = SETUPS["claude"]
+    require_cli(setup.name, monkeypatch)
+    point_at(fake_model, monkeypatch)
+    return setup

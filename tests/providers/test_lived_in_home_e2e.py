@@ -102,13 +102,11 @@ def run_the_workflow(agent, repo: Path, fake_model) -> None:
     assert "Keep files small" in git(repo, "log", "-p", "--format=%s", "--", "AGENTS.md"), explain(result)
 
 
-def test_claude_with_a_subscription_login_in_a_lived_in_home(agent, repo, fake_model, isolated_home, monkeypatch):
-    if agent.name != "claude":
-        pytest.skip("the subscription login is claude's")
+def test_claude_with_a_subscription_login_in_a_lived_in_home(claude_agent, repo, fake_model, isolated_home, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")  # the login file is the only credential
     claude_login(isolated_home)
     lived_in_claude(isolated_home)
-    run_the_workflow(agent, repo, fake_model)
+    run_the_workflow(claude_agent, repo, fake_model)
     sent = {r.headers.get("authorization") for r in fake_model.main_requests()}
     assert sent == {f"Bearer {OAUTH_TOKEN}"}, sent  # the model got the subscription's token, nothing else
     # The person's own ~/.claude is unchanged by the runs (gtd's claude has a config dir of its own).
@@ -116,11 +114,9 @@ def test_claude_with_a_subscription_login_in_a_lived_in_home(agent, repo, fake_m
     assert (isolated_home / ".claude" / ".credentials.json").read_text().count(OAUTH_TOKEN) == 1
 
 
-def test_claude_login_link_left_by_an_earlier_gtd_is_replaced(agent, repo, fake_model, isolated_home, monkeypatch):
+def test_claude_login_link_left_by_an_earlier_gtd_is_replaced(claude_agent, repo, fake_model, isolated_home, monkeypatch):
     """gtd up to now linked the login into its config dir: that link made bwrap protect the whole dir
     read-only. A HOME that still has it runs too, and the link is gone afterwards."""
-    if agent.name != "claude":
-        pytest.skip("the subscription login is claude's")
     from gtd.providers.agent_dirs import agent_dir
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
@@ -131,14 +127,12 @@ def test_claude_login_link_left_by_an_earlier_gtd_is_replaced(agent, repo, fake_
     fake_model.script([shell("echo hi > hello.txt"), say("done")])
     result = run_gtd("sandbox", "run", "--level", "readwrite", "--", "true", cwd=repo)  # the provider's mounts
     assert result.returncode == 0, explain(result)
-    run_the_workflow(agent, repo, fake_model)
+    run_the_workflow(claude_agent, repo, fake_model)
     assert not link.is_symlink()
 
 
-def test_expired_subscription_login_stops_before_the_agent_with_the_fix(agent, repo, fake_model, isolated_home,
+def test_expired_subscription_login_stops_before_the_agent_with_the_fix(claude_agent, repo, fake_model, isolated_home,
                                                                          monkeypatch):
-    if agent.name != "claude":
-        pytest.skip("the subscription login is claude's")
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     claude_login(isolated_home, expires_in=-60)
     result = run_gtd("plan", "make a hello file", "--provider", "claude", cwd=repo, timeout=300)
@@ -166,11 +160,9 @@ def _persons(path: Path, home: Path) -> bool:
     return rel[:3] != (".local", "share", "gtd") and rel[:3] != (".local", "state", "gtd")
 
 
-def test_doctor_probes_with_the_chosen_clis_start(agent, repo, isolated_home, monkeypatch):
+def test_doctor_probes_with_the_chosen_clis_start(claude_agent, repo, isolated_home, monkeypatch):
     """doctor's sandbox probe (provider auto: claude, the first installed) prepares and mounts what its runs do: a start that cannot work
     for claude fails there first, instead of doctor saying the sandbox starts."""
-    if agent.name != "claude":
-        pytest.skip("the subscription login is claude's")
     import json as _json
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
