@@ -123,9 +123,7 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
     """What in a project layer loosens the sandbox beyond the built-in defaults, as `key: value`."""
     defaults = GtdConfig().sandbox
     sandbox = values.get("sandbox") or {}
-    found = []
-    if sandbox.get("enabled") is False:
-        found.append(entry("sandbox.enabled", False))
+    found = [entry(key, False) for key in _switched_off(values)]
     for phase, level in (sandbox.get("phases") or {}).items():
         if Level(level).rank > getattr(defaults.phases, phase).rank:
             found.append(entry(f"sandbox.phases.{phase}", Level(level).value))
@@ -141,6 +139,34 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
     for key in LOOSENING_SANDBOX_LISTS:
         found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
     found += [entry(f"models.{phase}", model) for phase, model in _opening_models(values)]
+    return found
+
+
+def layer_switches(model=None, prefix: str = "") -> list[str]:
+    """Every on/off switch of a protection layer in the schema (a boolean that is on by default, e.g.
+    `sandbox.enabled`), as a dotted camelCase key: a project file turning one off loosens the sandbox."""
+    from pydantic import BaseModel
+
+    model = model or GtdConfig
+    found = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        if field.annotation is bool and field.default is True:
+            found.append(key)
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            found += layer_switches(field.annotation, key + ".")
+    return found
+
+
+def _switched_off(values: dict[str, Any]) -> list[str]:
+    """The layer switches these values turn off."""
+    found = []
+    for key in layer_switches():
+        node: Any = values
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is False:
+            found.append(key)
     return found
 
 
@@ -175,12 +201,17 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
     for phase, model in _opening_models(kept):
         if entry(f"models.{phase}", model) not in keep:
             del kept["models"][phase]
+    for key in _switched_off(kept):
+        if entry(key, False) not in keep:
+            *parents, last = key.split(".")
+            node = kept
+            for part in parents:
+                node = node[part]
+            del node[last]
     sandbox = kept.get("sandbox")
     if not sandbox:
         return kept
     defaults = GtdConfig().sandbox
-    if sandbox.get("enabled") is False and entry("sandbox.enabled", False) not in keep:
-        del sandbox["enabled"]
     phases = sandbox.get("phases") or {}
     for phase, level in list(phases.items()):
         raised = Level(level).rank > getattr(defaults.phases, phase).rank
@@ -208,22 +239,28 @@ def filter_ignores_path(values: dict[str, Any]) -> bool:
     return not loosening_entries(values)
 
 
-def filter_untrusted_project(path: Path, values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def filter_untrusted_project(path: Path, values: dict[str, Any], content: bytes | None = None) -> tuple[dict[str, Any], list[str]]:
     """The config loader's project filter: drop loosening from an untrusted (or changed) file,
-    except the entries the user approved one by one."""
+    except the entries the user approved one by one. `content`: the bytes the loader read and took
+    `values` from; trust is decided on them (a re-read could find other bytes than the ones in use)."""
     if filter_ignores_path(values):
         return values, []
     loosening = loosening_entries(values)
     store = TrustStore()
-    if store.is_trusted(path):
+    pinned = store.pinned(path)
+    if pinned is not None and (pinned == content_digest(content) if content is not None and path.name == PROJECT_CONFIG_NAME
+                               else store.is_trusted(path)):
         return values, []
     approved = store.approved(path)
     ignored = [item for item in loosening if item not in approved]
     if not ignored:
         return values, []
     shown = "; ".join(ignored[:5]) + (f" (+{len(ignored) - 5} more)" if len(ignored) > 5 else "")
-    changed = " (it changed since you trusted it)" if store.pinned(path) else ""
+    changed = " (it changed since you trusted it)" if pinned else ""
     how = ("Review the file, then run `gtd trust` to honour them." if path.name == PROJECT_CONFIG_NAME else
            f"Only {PROJECT_CONFIG_NAME} can be trusted: move them there, review it, then run `gtd trust`.")
     return without_loosening(values, approved), [
         f"{path}: not trusted{changed}, so these entries that loosen the sandbox are ignored: {shown}. {how}"]
+
+
+filter_untrusted_project.takes_content = True  # config/loader.py passes the bytes it read
