@@ -363,7 +363,11 @@ def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, 
     inputs = call.tool_input.values() if isinstance(call.tool_input, dict) else [call.tool_input]
     for value in inputs:
         if isinstance(value, str) and value and "\n" not in value and len(value) < 4096:
-            if path in (repo / value).resolve().parents:
+            try:
+                target = (repo / value).resolve()
+            except OSError:  # a place gtd may not resolve (/proc/1/root/...): not evidence of a directory
+                continue
+            if path in target.parents:
                 return True
     return re.search(r"(?:mkdir|create directory|make directory)\b[^\n]*" + re.escape(raw_path), error) is not None
 
