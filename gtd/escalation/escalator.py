@@ -251,7 +251,7 @@ class Escalator:
     def _decide(self, request: EscalationRequest) -> Decision:
         unsafe = unsafe_path_reason(request, self.repo_root)
         if unsafe is not None:  # resolve first: a path that is not where it is spelled is never asked about
-            self.console.print(f"[red]not grantable:[/red] {markup(unsafe)}")
+            self.console.print(f"[red]not grantable:[/red] {markup(unsafe, one_line=True)}")
             self.audit.record("escalation_decision", id=request.id, target=request.target,
                               decision=Decision.DENY.value, decided_by=BY_PATH_CHECK, reason=unsafe)
             return Decision.DENY
@@ -284,15 +284,15 @@ class Escalator:
             try:
                 saved = save_rule(request, decision.value, self.repo_root)
             except GtdError as exc:  # e.g. the file is invalid: say so, allow for this run only
-                self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc))}; allowed once instead")
+                self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc), one_line=True)}; allowed once instead")
                 fields = {"save_error": str(exc)}
                 decision = Decision.ONCE
             else:
                 fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
-                self.console.print(f"saved {markup(saved.rule)} to {markup(str(saved.path))}"
+                self.console.print(f"saved {markup(saved.rule, one_line=True)} to {markup(str(saved.path), one_line=True)}"
                                    + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
                 if saved.warning:
-                    self.console.print(f"[yellow]warning:[/yellow] {markup(saved.warning)}")
+                    self.console.print(f"[yellow]warning:[/yellow] {markup(saved.warning, one_line=True)}")
         self.audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
                           decided_by=BY_USER, **fields)
         return decision
