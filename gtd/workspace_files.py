@@ -428,15 +428,13 @@ def make_dirs(root: Path, path: str | os.PathLike) -> None:
 
 # -- escalated paths: resolve first, then match, decide and create ------------------------------------
 
-def real_place(path: str | os.PathLike, shown: str | os.PathLike | None = None) -> str:
-    """os.path.realpath for a path the agent named or made: a component gtd may not resolve (`/proc/1/root/...`
-    is a link only its process's owner may read) is a refusal naming the path, never a traceback."""
+def real_place(path: str | os.PathLike, shown: str | os.PathLike) -> str:
+    """os.path.realpath of an agent-named path; one gtd may not resolve (/proc/1/root/...) is a refusal, not a traceback."""
     try:
         return os.path.realpath(path)
     except OSError as exc:
-        raise UnsafeWorkspacePath(os.fspath(shown if shown is not None else path),
-                                  f"cannot be resolved ({exc.strerror or exc}); gtd decides about a path only by "
-                                  "its real place") from None
+        raise UnsafeWorkspacePath(os.fspath(shown), f"cannot be resolved ({exc.strerror or exc}); gtd decides about "
+                                                    "a path only by its real place") from None
 
 
 def resolve_write_target(workspace: Path, raw: str | os.PathLike) -> Path:
