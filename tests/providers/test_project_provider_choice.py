@@ -68,3 +68,21 @@ def test_once_trusted_the_projects_choice_counts(person_uses_claude):
     assert run_gtd("trust", cwd=repo).returncode == 0
     assert json.loads(run_gtd("config", "show", "--json", cwd=repo).stdout)["config"]["provider"] == "opencode"
     assert _sandbox_env(repo)[0].get("OPENAI_API_KEY") == "sk-openai-person"
+
+
+def test_a_run_uses_the_persons_provider_while_the_projects_choice_is_untrusted(repo, tmp_path):
+    """The provider a phase really runs: the person chose the scripted agent; a .gtdrc.json naming claude
+    (with the plan to commit) does not switch the run to claude, and the run says why in one line."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"plan": [{"actions": [{"write": {"path": "TODO.md", "content": (
+        "# Counter\n\n## Action items\n- [ ] Add count.py\n  - Tests: test_count.py\n\n## Open questions\n\n"
+        "## Learnings\n")}}]}]}))
+    path = user_config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'provider = "scripted"\nscript = "{script}"\n')
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
+    result = run_gtd("plan", "a counter", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "provider scripted" in result.stderr and "provider claude" not in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "not trusted" in line]
+    assert ".gtdrc.json" in line and "provider: claude" in line and "gtd trust" in line
