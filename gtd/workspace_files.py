@@ -281,7 +281,10 @@ def read_metadata_text(path: str | os.PathLike, *, limit: int = MAX_READ_BYTES,
         os.stat(path)  # most of the config files looked for are not there: nothing to resolve then
     except OSError:
         return None
-    real, visited = resolve_visiting(path)
+    try:
+        real, visited = resolve_visiting(path)
+    except OSError:  # a link on the way gtd may not read (/proc/1/root/...): nothing is read
+        return None
     if untrusted is not None:
         roots = {os.path.abspath(untrusted), os.path.realpath(untrusted)}
         if any(_within(v, r) for v in visited for r in roots):
@@ -425,6 +428,15 @@ def make_dirs(root: Path, path: str | os.PathLike) -> None:
 
 # -- escalated paths: resolve first, then match, decide and create ------------------------------------
 
+def real_place(path: str | os.PathLike, shown: str | os.PathLike) -> str:
+    """os.path.realpath of an agent-named path; one gtd may not resolve (/proc/1/root/...) is a refusal, not a traceback."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise UnsafeWorkspacePath(os.fspath(shown), f"cannot be resolved ({exc.strerror or exc}); gtd decides about "
+                                                    "a path only by its real place") from None
+
+
 def resolve_write_target(workspace: Path, raw: str | os.PathLike) -> Path:
     """Where a write to `raw` (relative to the workspace, or absolute) really lands.
 
@@ -445,7 +457,7 @@ def resolve_write_target(workspace: Path, raw: str | os.PathLike) -> Path:
     inside = _within(spelled, ws)
     if claims_inside and not inside:
         raise UnsafeWorkspacePath(text, "leaves the workspace through '..'; gtd only approves paths by their real place")
-    real = os.path.realpath(spelled)
+    real = real_place(spelled, text)
     if inside and real != spelled:
         link = _first_symlink(ws, spelled)
         raise UnsafeWorkspacePath(text, f"goes through the symlink {link} inside the workspace (it really is {real}); "
@@ -470,7 +482,7 @@ def create_resolved(path: Path, *, directory: bool) -> None:
     anchor = text
     while not os.path.lexists(anchor):
         anchor = os.path.dirname(anchor)
-    if os.path.realpath(anchor) != anchor:
+    if real_place(anchor, text) != anchor:
         raise UnsafeWorkspacePath(text, f"changed: {anchor} is now a symlink; {_NO_SYMLINKS}")
     if anchor == text:
         if directory:

@@ -80,11 +80,11 @@ stdout = LazyConsole(soft_wrap=True)
 stderr = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _trust_filter(path, values):
+def _trust_filter(path, values, content=None):
     """The project trust filter, imported only when a load is not answered from the config cache."""
     from gtd.escalation.trust import filter_untrusted_project
 
-    return filter_untrusted_project(path, values)
+    return filter_untrusted_project(path, values, content)
 
 
 def _trust_inputs():
@@ -100,6 +100,7 @@ def _trust_ignores_path(values):
 
 
 _trust_filter.cache_inputs = _trust_inputs
+_trust_filter.takes_content = True  # config/loader.py passes the bytes it read: trust is decided on those
 _trust_filter.ignores_path = _trust_ignores_path  # config/loader.py: such loads are cached for any project directory
 
 

@@ -64,14 +64,14 @@ def approve(
     for number, request in enumerate(pending, 1):
         unsafe = unsafe_path_reason(request, repo)
         if unsafe is not None:  # the path is not where it is spelled (any more): nobody may grant it
-            stderr.print(f"[red]not grantable, removed:[/red] {markup(unsafe)}")
+            stderr.print(f"[red]not grantable, removed:[/red] {markup(unsafe, one_line=True)}")
             audit.record("escalation_decision", id=request.id, target=request.target, decision="deny",
                          decided_by=BY_PATH_CHECK, reason=unsafe, via="gtd approve")
             store.remove(request.id)
             continue
         scope = saved_rule_scope(request, repo)
         if scope is not None:  # approved meanwhile (another run, another terminal)
-            stderr.print(f"already allowed by a saved {scope} rule: {markup(request.summary())}")
+            stderr.print(f"already allowed by a saved {scope} rule: {markup(request.summary(), one_line=True)}")
             audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
                          decided_by=BY_SAVED_RULE, via="gtd approve")
             store.remove(request.id)
@@ -86,10 +86,10 @@ def approve(
         if decision in (prompt.Decision.PROJECT, prompt.Decision.USER):
             saved = save_rule(request, decision.value, repo)
             fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
-            stderr.print(f"saved {markup(saved.rule)} to {markup(str(saved.path))}"
+            stderr.print(f"saved {markup(saved.rule, one_line=True)} to {markup(str(saved.path), one_line=True)}"
                          + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
             if saved.warning:
-                stderr.print(f"[yellow]warning:[/yellow] {markup(saved.warning)}")
+                stderr.print(f"[yellow]warning:[/yellow] {markup(saved.warning, one_line=True)}")
         else:
             stderr.print("denied")
         audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,

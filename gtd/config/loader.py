@@ -289,7 +289,9 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
         if project_filter is not None:
             ignores_path = getattr(project_filter, "ignores_path", None)
             anywhere = anywhere and ignores_path is not None and ignores_path(layer.values)
-            layer.values, filtered = project_filter(layer.path, layer.values)
+            # a filter that decides by the file's content is given the bytes this load read, never a re-read
+            content = {"content": project.content(layer.path.name)} if getattr(project_filter, "takes_content", False) else {}
+            layer.values, filtered = project_filter(layer.path, layer.values, **content)
             found = found + filtered
         anywhere = anywhere and not found
         warnings.extend(found)

@@ -21,6 +21,7 @@ from gtd.config.validation import strip_legacy_keys, validate_layer
 from gtd.digest import sha256
 from gtd.errors import ConfigError
 from gtd.paths import locks_dir
+from gtd.record import record
 
 LOCK_TIMEOUT_SECONDS = 30
 
@@ -52,14 +53,25 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+@record(frozen=True)
+class ConfigEdit:
+    """What one edit read and what it wrote: the only bytes gtd may vouch for afterwards are
+    `written` (the file on disk can change again the moment the write is done)."""
+
+    before: str | None  # the text the edit started from; None when there was no file
+    written: bytes  # exactly the bytes gtd wrote
+
+
 def edit_config_file(path: Path, mutate: Callable[[MutableMapping[str, Any]], None], *,
-                     workspace: Path | None = None) -> None:
+                     workspace: Path | None = None) -> ConfigEdit:
     """Edit one config file. A file inside `workspace` (the project config) is read and replaced
     through gtd.workspace_files: never through a symlink, never a special file."""
     path = Path(path)
     with config_lock(path):
-        text = read_config_text(path, workspace=workspace) or ""
-        write_config_text(path, edited_text(path, text, mutate), workspace=workspace)
+        before = read_config_text(path, workspace=workspace)
+        text = edited_text(path, before or "", mutate)
+        write_config_text(path, text, workspace=workspace)
+        return ConfigEdit(before, text.encode("utf-8"))
 
 
 def edited_text(path: Path, text: str, mutate: Callable[[MutableMapping[str, Any]], None]) -> str:

@@ -13,7 +13,6 @@ import sys
 import threading
 from pathlib import Path
 
-from gtd import workspace_files
 from gtd.audit import AuditLog
 from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
@@ -81,7 +80,7 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
     several processes neither lose a rule, nor leave a trusted file untrusted, nor collide in git."""
     rule = request.rule(scope, repo_root)
     from gtd.config.writer import append_unique, edit_config_file, set_key
-    from gtd.escalation.trust import TrustStore, entry
+    from gtd.escalation.trust import TrustStore, content_digest, entry
 
     path = repo_root / PROJECT_CONFIG_NAME if scope == "project" else user_config_file()
 
@@ -94,14 +93,41 @@ def save_rule(request: EscalationRequest, scope: Scope, repo_root: Path) -> Save
 
     trust = TrustStore()
     with _approval_lock(path):
-        existed = workspace_files.exists(repo_root, PROJECT_CONFIG_NAME)
-        was_trusted = trust.is_trusted(path)
-        edit_config_file(path, mutate, workspace=repo_root)
+        pinned = trust.pinned(path)
+        edit = edit_config_file(path, mutate, workspace=repo_root)
         trust.approve_entry(path, entry(rule.key, rule.value))
-        if was_trusted or not existed:
-            trust.trust(path)  # content the user trusted plus what they just approved
+        # Pinned only when what the edit started from was nothing or exactly the content the person trusted,
+        # and then the pin is the digest of the bytes gtd wrote, never a re-read: the agent may have created
+        # the file just before the edit read it, or swap it the moment the write is done.
+        started_trusted = edit.before is None or (pinned is not None and content_digest(edit.before.encode()) == pinned)
+        not_pinned = None
+        if started_trusted:
+            trust.trust(path, content_digest(edit.written))
+        else:
+            not_pinned = _not_pinned_warning(path, edit.written, trust.approved(path), changed=pinned is not None)
         commit, warning = _commit(repo_root, request, mutate)  # under the lock: two approvals never race for git's index
-    return SavedRule(path, rule.describe(), commit, warning)
+    warnings = [text for text in (not_pinned, warning) if text]
+    return SavedRule(path, rule.describe(), commit, "; ".join(warnings) or None)
+
+
+def _not_pinned_warning(path: Path, written: bytes, approved: set[str], *, changed: bool) -> str | None:
+    """What the person must know when gtd saved a rule into a project file it did not pin: the file holds
+    loosening entries nobody approved (someone else, maybe the agent, wrote them); only the rule counts."""
+    from gtd.config.files import config_from_text
+    from gtd.escalation.trust import loosening_entries
+
+    try:
+        unapproved = [item for item in loosening_entries(config_from_text(path, written.decode("utf-8")))
+                      if item not in approved]
+    except (GtdError, ValueError):
+        unapproved = []
+    if not (unapproved or changed):
+        return None
+    why = "it changed since you trusted it" if changed else "you never trusted its content"
+    shown = "; ".join(unapproved[:5]) + (f" (+{len(unapproved) - 5} more)" if len(unapproved) > 5 else "")
+    return (f"{path} is not trusted ({why}, maybe by the agent), so only the rule you approved counts"
+            + (f"; ignored until you trust the file: {shown}" if shown else "")
+            + ". Review the file, then run `gtd trust` to honour it")
 
 
 def _approval_lock(path: Path) -> FileLock:
@@ -225,7 +251,7 @@ class Escalator:
     def _decide(self, request: EscalationRequest) -> Decision:
         unsafe = unsafe_path_reason(request, self.repo_root)
         if unsafe is not None:  # resolve first: a path that is not where it is spelled is never asked about
-            self.console.print(f"[red]not grantable:[/red] {markup(unsafe)}")
+            self.console.print(f"[red]not grantable:[/red] {markup(unsafe, one_line=True)}")
             self.audit.record("escalation_decision", id=request.id, target=request.target,
                               decision=Decision.DENY.value, decided_by=BY_PATH_CHECK, reason=unsafe)
             return Decision.DENY
@@ -258,15 +284,15 @@ class Escalator:
             try:
                 saved = save_rule(request, decision.value, self.repo_root)
             except GtdError as exc:  # e.g. the file is invalid: say so, allow for this run only
-                self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc))}; allowed once instead")
+                self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc), one_line=True)}; allowed once instead")
                 fields = {"save_error": str(exc)}
                 decision = Decision.ONCE
             else:
                 fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
-                self.console.print(f"saved {markup(saved.rule)} to {markup(str(saved.path))}"
+                self.console.print(f"saved {markup(saved.rule, one_line=True)} to {markup(str(saved.path), one_line=True)}"
                                    + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
                 if saved.warning:
-                    self.console.print(f"[yellow]warning:[/yellow] {markup(saved.warning)}")
+                    self.console.print(f"[yellow]warning:[/yellow] {markup(saved.warning, one_line=True)}")
         self.audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
                           decided_by=BY_USER, **fields)
         return decision

@@ -31,11 +31,13 @@ LABELS = {"o": "allow [b]o[/b]nce", "n": "run this phase at [b]n[/b]etwork (this
 def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
-    body = (f"[bold]{markup(request.summary())}[/bold]\n"
-            f"why: {markup(request.reason)}\n\n"
-            f"[dim]project (.gtdrc.json, committed):[/dim] {markup(project_rule)}\n"
-            f"[dim]user config:[/dim]                     {markup(user_rule)}")
-    console.print(Panel(body, title=markup(title), border_style="yellow", expand=False))
+    # Every part but gtd's own labels names what the agent chose (a path, a host, its tool call): each is
+    # one line, its newlines and other controls shown as escapes, so none can fake a line of the panel.
+    body = (f"[bold]{markup(request.summary(), one_line=True)}[/bold]\n"
+            f"why: {markup(request.reason, one_line=True)}\n\n"
+            f"[dim]project (.gtdrc.json, committed):[/dim] {markup(project_rule, one_line=True)}\n"
+            f"[dim]user config:[/dim]                     {markup(user_rule, one_line=True)}")
+    console.print(Panel(body, title=markup(title, one_line=True), border_style="yellow", expand=False))
 
 
 def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True,

@@ -27,10 +27,11 @@ TRUST_FILE = "trust.json"
 LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
 # `sandbox.<key>` lists every entry of which loosens: credentials or the person's variables let into the sandbox.
 LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv")
-# A `models.<phase>` naming a model provider (`openrouter/...`, `amazon-bedrock/...`) opens that provider's API
-# host at every level and, for Bedrock and Vertex, lets the person's cloud credentials into the sandbox
-# (providers/cli_models.py, cloud_credentials.py); these providers' hosts every agent CLI reaches anyway.
-OPEN_MODEL_PROVIDERS = ("anthropic", "openai")
+# Choosing the agent CLI or its model decides which of the person's API keys and cloud credentials enter
+# the sandbox and which model hosts it reaches (each CLI's CREDENTIAL_ENV, providers/cli_models.py,
+# cloud_credentials.py): a project file's `provider` or `models.<phase>` is loosening, and until it is
+# trusted the person's own choice stands. The scripted provider runs no model and gets no credential.
+PROVIDER_NEEDS_NOTHING = ("scripted",)
 
 
 def file_digest(path: Path) -> str:
@@ -123,9 +124,7 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
     """What in a project layer loosens the sandbox beyond the built-in defaults, as `key: value`."""
     defaults = GtdConfig().sandbox
     sandbox = values.get("sandbox") or {}
-    found = []
-    if sandbox.get("enabled") is False:
-        found.append(entry("sandbox.enabled", False))
+    found = [entry(key, False) for key in _switched_off(values)]
     for phase, level in (sandbox.get("phases") or {}).items():
         if Level(level).rank > getattr(defaults.phases, phase).rank:
             found.append(entry(f"sandbox.phases.{phase}", Level(level).value))
@@ -140,17 +139,42 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
             found.append(entry(f"sandbox.limits.{key}", value))
     for key in LOOSENING_SANDBOX_LISTS:
         found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
-    found += [entry(f"models.{phase}", model) for phase, model in _opening_models(values)]
+    return _choices(values) + found
+
+
+def layer_switches(model=None, prefix: str = "") -> list[str]:
+    """Every on/off switch of a protection layer in the schema (a boolean that is on by default, e.g.
+    `sandbox.enabled`), as a dotted camelCase key: a project file turning one off loosens the sandbox."""
+    from pydantic import BaseModel
+
+    model = model or GtdConfig
+    found = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        if field.annotation is bool and field.default is True:
+            found.append(key)
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            found += layer_switches(field.annotation, key + ".")
     return found
 
 
-def _opening_models(values: dict[str, Any]) -> list[tuple[str, str]]:
-    """(phase, model) for each `models.<phase>` whose provider opens a host or passes credentials."""
-    from gtd.providers.cli_models import provider_of
+def _switched_off(values: dict[str, Any]) -> list[str]:
+    """The layer switches these values turn off."""
+    found = []
+    for key in layer_switches():
+        node: Any = values
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is False:
+            found.append(key)
+    return found
 
-    models = values.get("models") or {}
-    return [(phase, model) for phase, model in models.items()
-            if model and provider_of(model) not in (None, *OPEN_MODEL_PROVIDERS)]
+
+def _choices(values: dict[str, Any]) -> list[str]:
+    """The agent CLI and the models these values choose, as entries (see PROVIDER_NEEDS_NOTHING)."""
+    provider = values.get("provider")
+    found = [entry("provider", provider)] if provider and provider not in PROVIDER_NEEDS_NOTHING else []
+    return found + [entry(f"models.{phase}", model) for phase, model in (values.get("models") or {}).items() if model]
 
 
 def _raises_limit(key: str, value: Any) -> bool:
@@ -172,15 +196,23 @@ def _raises_limit(key: str, value: Any) -> bool:
 def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> dict[str, Any]:
     """The layer with every loosening entry removed except those in `keep`; tightening and unrelated keys kept."""
     kept = copy.deepcopy(values)
-    for phase, model in _opening_models(kept):
-        if entry(f"models.{phase}", model) not in keep:
+    chosen = _choices(kept)
+    if entry("provider", kept.get("provider")) in chosen and entry("provider", kept["provider"]) not in keep:
+        del kept["provider"]
+    for phase, model in list((kept.get("models") or {}).items()):
+        if entry(f"models.{phase}", model) in chosen and entry(f"models.{phase}", model) not in keep:
             del kept["models"][phase]
+    for key in _switched_off(kept):
+        if entry(key, False) not in keep:
+            *parents, last = key.split(".")
+            node = kept
+            for part in parents:
+                node = node[part]
+            del node[last]
     sandbox = kept.get("sandbox")
     if not sandbox:
         return kept
     defaults = GtdConfig().sandbox
-    if sandbox.get("enabled") is False and entry("sandbox.enabled", False) not in keep:
-        del sandbox["enabled"]
     phases = sandbox.get("phases") or {}
     for phase, level in list(phases.items()):
         raised = Level(level).rank > getattr(defaults.phases, phase).rank
@@ -208,22 +240,30 @@ def filter_ignores_path(values: dict[str, Any]) -> bool:
     return not loosening_entries(values)
 
 
-def filter_untrusted_project(path: Path, values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def filter_untrusted_project(path: Path, values: dict[str, Any], content: bytes | None = None) -> tuple[dict[str, Any], list[str]]:
     """The config loader's project filter: drop loosening from an untrusted (or changed) file,
-    except the entries the user approved one by one."""
+    except the entries the user approved one by one. `content`: the bytes the loader read and took
+    `values` from; trust is decided on them (a re-read could find other bytes than the ones in use)."""
     if filter_ignores_path(values):
         return values, []
     loosening = loosening_entries(values)
     store = TrustStore()
-    if store.is_trusted(path):
+    pinned = store.pinned(path)
+    if pinned is not None and (pinned == content_digest(content) if content is not None and path.name == PROJECT_CONFIG_NAME
+                               else store.is_trusted(path)):
         return values, []
     approved = store.approved(path)
     ignored = [item for item in loosening if item not in approved]
     if not ignored:
         return values, []
     shown = "; ".join(ignored[:5]) + (f" (+{len(ignored) - 5} more)" if len(ignored) > 5 else "")
-    changed = " (it changed since you trusted it)" if store.pinned(path) else ""
+    changed = " (it changed since you trusted it)" if pinned else ""
+    if any(item.startswith(("provider: ", "models.")) for item in ignored):
+        shown += " (your own agent and model choice stands: the choice decides which credentials enter)"
     how = ("Review the file, then run `gtd trust` to honour them." if path.name == PROJECT_CONFIG_NAME else
            f"Only {PROJECT_CONFIG_NAME} can be trusted: move them there, review it, then run `gtd trust`.")
     return without_loosening(values, approved), [
         f"{path}: not trusted{changed}, so these entries that loosen the sandbox are ignored: {shown}. {how}"]
+
+
+filter_untrusted_project.takes_content = True  # config/loader.py passes the bytes it read

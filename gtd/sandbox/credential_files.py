@@ -61,9 +61,13 @@ def resolve_credential_files(wanted: Mapping[Path, str], *, workspace: Path, den
             continue
         if not os.path.lexists(path):
             continue
-        parent = os.path.realpath(path.parent)
+        try:
+            parent = os.path.realpath(path.parent)
+            real = os.path.realpath(path)
+        except OSError as exc:
+            refused.append(RefusedCredential(path, origin, f"cannot be resolved ({exc.strerror or exc}): not mounted"))
+            continue
         target = Path(parent) / path.name
-        real = os.path.realpath(path)
         if inside(real, root) or inside(parent, root):
             refused.append(RefusedCredential(path, origin, "resolves into the workspace, which the agent can write"))
             continue

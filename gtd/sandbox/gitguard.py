@@ -176,7 +176,10 @@ def planted(state: GitState, workspace: Path, *, walk_tree: bool = True,
 
 
 def _resolves_into(link: str, roots: tuple[str, ...]) -> bool:
-    real = os.path.realpath(link)
+    try:
+        real = os.path.realpath(link)
+    except OSError:  # it leads somewhere gtd may not resolve (/proc/1/root/...): taken as leading out
+        return True
     return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 

@@ -62,8 +62,11 @@ def make_placeholder_parents(policy, registry) -> None:
 
     for protected, first_missing in placeholder_parents(policy):
         base = first_missing.parent
-        if os.path.realpath(base) != str(base):
-            continue  # changed since it was checked
+        try:
+            if os.path.realpath(base) != str(base):
+                continue  # changed since it was checked
+        except OSError:
+            continue  # no longer resolvable by gtd: made nothing
         registry.add(parents=[d for d in protected.parents if d == first_missing or first_missing in d.parents])
         try:
             make_dirs(protected.parent, base)

@@ -255,14 +255,17 @@ def linked_worktree_git_dirs(workspace: Path) -> list[tuple[Path, Path]]:
     if spelled is None:
         return []
     spelled = Path(os.path.normpath(spelled))
-    gitdir = Path(os.path.realpath(spelled))
-    back = (read_metadata_text(gitdir / "gitdir") or "").strip()
-    if not back or os.path.realpath(_expand(back, gitdir, Path.home())) != os.path.realpath(dot_git):
+    try:  # the pointers may lead where gtd cannot resolve (/proc/1/root/...): then there is no linked worktree
+        gitdir = Path(os.path.realpath(spelled))
+        back = (read_metadata_text(gitdir / "gitdir") or "").strip()
+        if not back or os.path.realpath(_expand(back, gitdir, Path.home())) != os.path.realpath(dot_git):
+            return []
+        pointer = (read_metadata_text(gitdir / "commondir") or "").strip()
+        if not pointer:
+            return []
+        common = Path(os.path.realpath(_expand(pointer, gitdir, Path.home())))
+    except OSError:
         return []
-    pointer = (read_metadata_text(gitdir / "commondir") or "").strip()
-    if not pointer:
-        return []
-    common = Path(os.path.realpath(_expand(pointer, gitdir, Path.home())))
     if not (common / "HEAD").is_file() or not (common / "objects").is_dir():
         return []
     return [(gitdir, spelled), (common, Path(os.path.normpath(_expand(pointer, spelled, Path.home()))))]

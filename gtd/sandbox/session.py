@@ -739,7 +739,10 @@ def _tls_trust(environ, deny_read) -> dict[str, str]:
 
 def _readable_bundle(value: str, deny_read) -> bool:
     """An absolute path that exists and is not hidden from the sandbox (by its own spelling or resolved)."""
-    real = os.path.realpath(value)
+    try:
+        real = os.path.realpath(value)
+    except OSError:  # leads where gtd may not resolve: not passed
+        return False
     if not os.path.isabs(value) or not os.path.exists(real):
         return False
     spellings = {real, os.path.normpath(value)}

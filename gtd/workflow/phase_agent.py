@@ -27,6 +27,7 @@ from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
+from gtd.terminal_text import visible
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -83,7 +84,7 @@ class PhaseAgent:
     def _record_violation(self, violation: Violation) -> None:
         self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,
                               level=violation.level.value, detail=violation.detail)
-        self.ctx.progress.warn(f"sandbox refused {violation.kind} {violation.target}")
+        self.ctx.progress.warn(f"sandbox refused {violation.kind} {visible(violation.target, one_line=True)}")
 
     # -- the agent ----------------------------------------------------------------------------
 
@@ -171,7 +172,7 @@ class PhaseAgent:
                     seen.add(raw_path)
                     self._record_violation(Violation(kind="write", target=raw_path, level=policy.level, time=_now(),
                                                      detail=f"not grantable: {exc.reason}"))
-                    self.ctx.progress.warn(f"not grantable: {exc}")
+                    self.ctx.progress.warn(f"not grantable: {visible(exc, one_line=True)}")
                 continue
             if path in seen:
                 continue
@@ -222,7 +223,8 @@ class PhaseAgent:
             else:
                 create_resolved(path, directory=True)
         except (OSError, UnsafeWorkspacePath) as exc:
-            self.ctx.progress.warn(f"could not create the approved path {path}: {exc}")
+            self.ctx.progress.warn(f"could not create the approved path {visible(path, one_line=True)}: "
+                                   f"{visible(exc, one_line=True)}")
 
     def _stop_if_headless_denied(self) -> None:
         if self.ctx.escalator.headless_denied:
@@ -363,7 +365,11 @@ def _creates_directory(path: Path, raw_path: str, call: AgentEvent, error: str, 
     inputs = call.tool_input.values() if isinstance(call.tool_input, dict) else [call.tool_input]
     for value in inputs:
         if isinstance(value, str) and value and "\n" not in value and len(value) < 4096:
-            if path in (repo / value).resolve().parents:
+            try:
+                target = (repo / value).resolve()
+            except OSError:  # a place gtd may not resolve (/proc/1/root/...): not evidence of a directory
+                continue
+            if path in target.parents:
                 return True
     return re.search(r"(?:mkdir|create directory|make directory)\b[^\n]*" + re.escape(raw_path), error) is not None
 

@@ -9,6 +9,8 @@ import shutil
 import pytest
 from support import run_gtd
 
+from gtd.paths import user_config_file
+
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 def test_doctor_json_reports_sandbox_and_providers(repo):
@@ -65,11 +67,13 @@ def test_doctor_fails_when_no_agent_cli_is_there_for_provider_auto(repo):
     failed = {c["name"]: c for c in data["checks"] if c["required"] and not c["ok"]}
     assert result.returncode == 1 and not data["ok"] and set(failed) == {"agent CLI"}, result.stdout
     assert "install one of them" in failed["agent CLI"]["fix"]
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
+    user_config = user_config_file()  # the person's choice of agent CLI (a project file's needs `gtd trust`)
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text('provider = "claude"\n')
     failed = [c["name"] for c in json.loads(run_gtd("doctor", "--json", cwd=repo, env=env).stdout)["checks"]
               if c["required"] and not c["ok"]]
     assert failed == ["provider claude"]  # the configured one is what is missing
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted"}))
+    user_config.write_text('provider = "scripted"\n')
     assert run_gtd("doctor", "--json", cwd=repo, env=env).returncode == 0
 
 

@@ -56,11 +56,15 @@ def test_original_file_names_and_user_locations_are_found(repo, isolated_home):
     (isolated_home / ".config" / "gtd").mkdir(parents=True)
     (isolated_home / ".config" / "gtd" / ".gtdrc.json").write_text(json.dumps({"modelBuild": "from-xdg"}))
     (repo / ".gtdrc.yaml").write_text("testCmd: make check  # YAML, read with safe_load\n")
-    (repo / "package.json").write_text(json.dumps({"name": "x", "gtd": {"modelLearn": "from-package-json"}}))
+    (repo / "package.json").write_text(json.dumps({"name": "x", "gtd": {"agentInactivityTimeout": 77,
+                                                                         "modelLearn": "from-package-json"}}))
     result = run_gtd("config", "show", "--origin", "--json", cwd=repo)
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
-    assert shown["config"]["models"] == {"plan": "from-home", "build": "from-xdg", "learn": "from-package-json"}
+    # a project file's choice of model needs `gtd trust` (and only .gtdrc.json can be trusted)
+    assert shown["config"]["models"] == {"plan": "from-home", "build": "from-xdg", "learn": None}
+    assert shown["config"]["timeouts"]["inactivitySeconds"] == 77
+    assert "models.learn: from-package-json" in result.stderr
     assert shown["config"]["testCommand"] == "make check"
     origins = shown["origins"]
     assert str(isolated_home / ".gtdrc.json") in origins["models.plan"]

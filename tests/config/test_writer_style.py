@@ -32,7 +32,8 @@ def test_approval_commit_holds_only_the_rule_not_the_persons_other_edits(repo):
     request = EscalationRequest.create(kind="domain", target="b.example:443", phase=Phase.BUILD, level=Level.NETWORK,
                                        reason="test")
     saved = save_rule(request, "project", repo)
-    assert saved.commit and saved.warning is None
+    assert saved.commit and "not committed" not in (saved.warning or "")
+    assert "a.example:443" in saved.warning  # the untrusted entry beside the rule: said, not pinned
     committed = git(repo, "show", "HEAD:.gtdrc.json")
     assert '"make test"' in committed and "b.example:443" in committed
     assert '"allowDomains": ["a.example:443", "b.example:443"]' in committed  # compact stays compact

@@ -177,10 +177,11 @@ def test_an_agent_written_package_json_gtd_section_cannot_loosen_the_sandbox(rep
     assert not any(name.startswith("AWS_") for name in policy["envOrigins"]), policy["envOrigins"]
     warning = next(line for line in explained.stderr.splitlines() if "not trusted" in line)
     assert "sandbox.enabled: false" in warning and "models.build: amazon-bedrock/anthropic.claude-3" in warning
-    assert "models.plan: openrouter/some/model" in warning and "anthropic/claude-sonnet-4" not in warning
+    assert "models.plan: openrouter/some/model" in warning and "models.learn: anthropic/claude-sonnet-4" in warning
+    assert "provider: opencode" in warning and "your own agent and model choice stands" in warning
     assert "Only .gtdrc.json can be trusted: move them there, review it, then run `gtd trust`" in warning
-    assert json.loads(run_gtd("config", "show", "--json", cwd=repo, env=env).stdout)["config"]["models"]["learn"] == \
-        "anthropic/claude-sonnet-4"  # a model of a provider every CLI reaches anyway counts untrusted
+    shown = json.loads(run_gtd("config", "show", "--json", cwd=repo, env=env).stdout)["config"]
+    assert shown["models"]["learn"] is None and shown["provider"] == "auto"  # every choice of model needs trust
 
     if shutil.which("bwrap"):  # and the sandbox is really on: a write outside the workspace stays outside
         escaped = tmp_path / "escaped"

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from gtd.escalation.trust import TrustStore
+
 from agents import require_cli, point_at
 from fakemodel.server import say, shell
 from support import Screen, git, run_gtd, seen, uncoloured
@@ -24,6 +26,7 @@ def test_claude_5xx_retries_are_shown_and_the_build_lands(repo, fake_model, monk
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude", "testCommand": "cat hello.txt",
                                                   "baselineTests": "off",  # red before the build, by design
                                                   "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    TrustStore().trust(repo / ".gtdrc.json")
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a plan")
@@ -48,6 +51,7 @@ def _opencode_plan(repo, fake_model, monkeypatch) -> None:
     (repo / ".gtdrc.json").write_text(json.dumps({
         "provider": "opencode", "models": {"build": "gtd-openai/fake-model"}, "testCommand": "cat hello.txt",
         "baselineTests": "off", "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    TrustStore().trust(repo / ".gtdrc.json")  # the person's own choice of agent and model (issue 22: it needs trust)
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a plan")

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from support import git, run_gtd
 
+from gtd.paths import user_config_file
+
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
 PLAN = """# Counter
@@ -250,7 +252,9 @@ def test_a_step_without_an_agent_needs_no_agent_cli(repo, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "git").symlink_to(shutil.which("git"))
-    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
+    user_config = user_config_file()  # the person's choice (a project file's choice of provider needs `gtd trust`)
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text('provider = "claude"\n')
     (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]"))
     (repo / "AGENTS.md").write_text("# Notes\n- Use unittest.\n")
     git(repo, "add", "-A")
