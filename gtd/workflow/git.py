@@ -38,10 +38,33 @@ OUTPUT = {"encoding": "utf-8", "errors": "surrogateescape"}
 
 _PROGRAMS: dict[Path, str] = {}  # the host's git per repository, found once per process
 
+# Every host git run ends within this: a run that waits (on something in the work tree gtd did not catch,
+# a lock) is stopped and named in a GtdError, never a hang of gtd (headless runs included).
+TIMEOUT_SECONDS = 300.0
+
+
+def _timed_out(args: tuple[str, ...] | list[str]) -> GtdError:
+    return GtdError(f"git {' '.join(args)} did not finish within {TIMEOUT_SECONDS:g} s and was stopped; "
+                    f"something in the work tree or the repository made it wait (run it yourself to see what, "
+                    f"and please report it to gtd)")
+
+
+def _run(repo: Path, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run of a host git command (`args` after git's argv head), bounded by TIMEOUT_SECONDS."""
+    try:
+        return subprocess.run([*_host_git(repo), *args], cwd=repo, timeout=TIMEOUT_SECONDS,
+                              env=_host_env(repo, kwargs.pop("env", None)), **kwargs)
+    except subprocess.TimeoutExpired:
+        raise _timed_out(args) from None
+
 
 def _host_git(repo: Path) -> list[str]:
     """git's argv head: the host's own git, never one from a PATH directory in the repository (an activated
-    project venv: the agent writes it), and the options every run of gtd's takes."""
+    project venv: the agent writes it), and the options every run of gtd's takes. FIFOs, sockets and device
+    nodes the agent left in the work tree are moved out first: git would wait on one for ever."""
+    from gtd import special_files
+
+    special_files.sweep(repo)
     if repo not in _PROGRAMS:
         from gtd.host_programs import host_program
 
@@ -72,7 +95,11 @@ class Running:
         """Its stdout, once it ended; GtdError when it failed and `check`. Interrupted (Ctrl-C), it is killed
         (as subprocess.run does)."""
         try:
-            stdout, stderr = self._process.communicate()
+            stdout, stderr = self._process.communicate(timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            raise _timed_out(self.args) from None
         except BaseException:
             self._process.kill()
             self._process.wait()
@@ -182,8 +209,8 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
     """Commit one file with exactly this content, whatever the work tree or the index hold: the
     person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
     message = _message(message)
-    blob = subprocess.run([*_host_git(repo), "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
-                          capture_output=True, text=True, check=True, env=_host_env(repo)).stdout.strip()
+    blob = _run(repo, ["hash-object", "-w", "--stdin", "--path", path], input=text,
+                capture_output=True, text=True, check=True).stdout.strip()
     with temporary_index() as index_env:
         env = {**index_env, **_identity_env(repo)}
         parent = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
@@ -193,9 +220,8 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
         tree = git(repo, "write-tree", env=env).strip()
         if parent and tree == git(repo, "rev-parse", f"{parent}^{{tree}}").strip():
             return None
-        sha = subprocess.run([*_host_git(repo), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
-                             cwd=repo, input=message, capture_output=True, text=True, check=True,
-                             env=_host_env(repo, env)).stdout.strip()
+        sha = _run(repo, ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
+                   input=message, capture_output=True, text=True, check=True, env=env).stdout.strip()
     git(repo, "update-ref", "-m", f"gtd: {message.splitlines()[0]}", "HEAD", sha, *([parent] if parent else []))
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")  # the index agrees with the commit
     return sha
@@ -211,8 +237,7 @@ def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | Non
 def _nothing_staged(repo: Path) -> bool:
     """The index holds no change against HEAD (on an unborn branch: False, the first commit is made).
     One git run in the usual case, where something is staged."""
-    staged = subprocess.run([*_host_git(repo), "diff", "--cached", "--quiet"], cwd=repo, capture_output=True,
-                            env=_host_env(repo))
+    staged = _run(repo, ["diff", "--cached", "--quiet"], capture_output=True)
     if staged.returncode == 1:
         return False
     return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
@@ -256,8 +281,8 @@ def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
     if files:
         git(repo, "--literal-pathspecs", "add", "-A", "--", *files)
     for path, patch in patches.items():
-        result = subprocess.run([*_host_git(repo), "apply", "--cached", "--recount", "-"], cwd=repo,
-                                input=patch.encode("utf-8", "surrogateescape"), capture_output=True, env=_host_env(repo))
+        result = _run(repo, ["apply", "--cached", "--recount", "-"],
+                      input=patch.encode("utf-8", "surrogateescape"), capture_output=True)
         if result.returncode != 0:
             why = result.stderr.decode("utf-8", "replace").strip()
             raise GtdError(f"could not separate your fix from your feedback in {path}: {why}")
@@ -318,7 +343,7 @@ def _head_summary(repo: Path) -> str:
 def _history(repo: Path, *args: str) -> str:
     """`git log ARGS` output; empty on an unborn branch (asked only when the log failed: one git run
     in the usual case, `gtd status` runs this on every call)."""
-    result = subprocess.run([*_host_git(repo), "log", *args], cwd=repo, capture_output=True, **OUTPUT, env=_host_env(repo))
+    result = _run(repo, ["log", *args], capture_output=True, **OUTPUT)
     if result.returncode == 0:
         return result.stdout
     if not has_commits(repo):
@@ -356,8 +381,7 @@ def diffs_from_head(repo: Path, paths: list[str]) -> dict[str, str]:
         return data.decode("utf-8", errors="surrogateescape")
 
     def patch(*names: str) -> bytes:
-        return subprocess.run([*_host_git(repo), "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],
-                              cwd=repo, capture_output=True, env=_host_env(repo)).stdout
+        return _run(repo, ["--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names], capture_output=True).stdout
 
     found: dict[str, str] = {}
     plain = [p for p in paths if not quoted(p)]
