@@ -174,6 +174,12 @@ def changes(repo: Path) -> list[Change]:
     return result
 
 
+def blob_at_head(repo: Path, path: str) -> bytes | None:
+    """The file's bytes as HEAD holds them (no filter, no line-end conversion), None when HEAD has none."""
+    done = _run(repo, ["cat-file", "blob", f"HEAD:{path}"], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
 def has_commits(repo: Path) -> bool:
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip() != ""
 
