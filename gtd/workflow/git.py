@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -194,12 +193,37 @@ def _message(text: str) -> str:
 
 
 def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out: list[str] | None = None) -> str | None:
-    """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
+    """Stage everything but `leave_out` and the files earlier steps left out (unsafe.left_out_earlier),
+    and commit. Returns the new sha, or None if there was nothing to commit. Leaving out only ever
+    unstages files HEAD does not hold: a tracked file is never untracked."""
+    from gtd.workflow.unsafe import left_out_earlier
+
     _ask_identity(repo)
     git(repo, "add", "-A")
-    if leave_out:
-        git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)
+    names = [*(leave_out or []), *left_out_earlier(repo)]
+    if names:
+        _unstage_new(repo, names)
     return _commit(repo, message, allow_empty=allow_empty)
+
+
+def _unstage_new(repo: Path, names: list[str]) -> None:
+    """Take out of the index the files it adds (not in HEAD) that are among `names` or below one of them
+    (a name ending in "/" is a directory). The names are the agent's: matched as strings, never as
+    pathspecs (the files are handed to git with --literal-pathspecs)."""
+    added = [p for p in git(repo, "diff", "--cached", "--no-renames", "--name-only", "--diff-filter=A", "-z").split("\0") if p]
+    files = set(names)
+    dirs = tuple(name for name in files if name.endswith("/"))
+    out = [p for p in added if p in files or p.startswith(dirs)]
+    if out:
+        _run(repo, ["--literal-pathspecs", "rm", "-q", "--cached", "--pathspec-from-file=-", "--pathspec-file-nul"],
+             input="\0".join(out).encode("utf-8", "surrogateescape"), capture_output=True, check=True)
+
+
+def tracked_dirs(repo: Path) -> set[str]:
+    """Every directory HEAD holds files in (none on an unborn branch)."""
+    if not has_commits(repo):
+        return set()
+    return {p for p in git(repo, "ls-tree", "-r", "-d", "-z", "--name-only", "HEAD").split("\0") if p}
 
 
 def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
@@ -247,37 +271,6 @@ def _nothing_staged(repo: Path) -> bool:
     if staged.returncode == 1:
         return False
     return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
-
-
-def exclude_locally(repo: Path, paths: list[str]) -> list[str]:
-    """Add paths to the repository's info/exclude (this clone only, never committed), once each.
-    Returns the paths the file now excludes (not a name that cannot be written as a line, nor any
-    when the file lies outside the repository), so the warning says only what is true."""
-    from gtd import workspace_files
-
-    spelled = git(repo, "rev-parse", "--git-path", "info/exclude").strip()
-    target = (repo / spelled) if not Path(spelled).is_absolute() else Path(spelled)
-    try:
-        relative = target.relative_to(repo)
-    except ValueError:
-        return []  # a linked worktree's common dir lies outside: leave it alone
-    existing = (workspace_files.read_text(repo, relative, errors="surrogateescape") or "").splitlines()
-    patterns = {path: line for path in paths if (line := _literal_pattern(path)) is not None}
-    fresh = list(dict.fromkeys(line for line in patterns.values() if line not in existing))
-    if fresh:
-        lines = existing + ["# left out of gtd's commits (generated bulk)"] + fresh
-        text = "\n".join(lines) + "\n"
-        workspace_files.write_bytes(repo, relative, text.encode("utf-8", "surrogateescape"), make_parents=True)
-    return list(patterns)
-
-
-def _literal_pattern(path: str) -> str | None:
-    """An exclude line matching exactly this path from the top. The name is the agent's: its glob
-    characters are escaped (a dir named `*` must not exclude every dir), and a name holding a line
-    break cannot be written as one line (it would add patterns of its own): None, left out."""
-    if "\n" in path or "\r" in path:
-        return None
-    return "/" + re.sub(r"([\\*?\[])", r"\\\1", path)
 
 
 def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
