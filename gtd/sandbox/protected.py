@@ -380,3 +380,19 @@ def path_dirs_in_home(home: Path, workspace: Path) -> list[Path]:
             continue
         found.append(p)
     return found
+
+
+def protected_in_work_tree(workspace: Path, path: str) -> bool:
+    """Whether gtd's host side must leave the work-tree file `path` (relative to `workspace`) alone: it is
+    in a git dir, or is (or is below) one of REPO_PROTECTED_NAMES in any directory (any nested repository's
+    root included), or is a file the repository's git config names (hooksPath, excludesFile, includes)."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".git" in parts:
+        return True
+    for i in range(len(parts)):
+        tail = "/".join(parts[i:])
+        if any(tail == name or tail.startswith(name + "/") for name in REPO_PROTECTED_NAMES):
+            return True
+    full = os.path.normpath(os.path.join(workspace, *parts))
+    return any(full == os.path.normpath(p) or full.startswith(os.path.normpath(p) + os.sep)
+               for p in repo_protected_paths(workspace, Path.home(), nested=False))

@@ -170,6 +170,9 @@ class SandboxSession:
                 from gtd.sandbox.hostcreate import make_placeholder_parents
 
                 make_placeholder_parents(self.policy, self._registry)
+        from gtd import special_files
+
+        special_files.session_opened()  # host git sweeps the work tree before every run until it closes
         self._started = True
         return self
 
@@ -177,6 +180,9 @@ class SandboxSession:
         if not self._started:
             return
         self._started = False
+        from gtd import special_files
+
+        special_files.forget()  # what the agent made meanwhile is swept before the next host git run
         with self._lock:
             children, self._children = self._children, []
         for proc, listener in children:

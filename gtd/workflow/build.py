@@ -31,8 +31,12 @@ def _describe_item(item: Item) -> str:
 
 
 def _work_changed(ctx: RunContext) -> bool:
-    """Anything to commit besides TODO.md (which only gtd ticks)."""
-    return any(change.path != TODO_FILE for change in git.changes(ctx.repo))
+    """Anything to commit besides TODO.md (which only gtd ticks) and what an earlier step left out."""
+    from gtd.workflow.unsafe import left_out_earlier
+
+    kept_out = left_out_earlier(ctx.repo)
+    return any(change.path != TODO_FILE and not (change.status == "??" and change.path in kept_out)
+               for change in git.changes(ctx.repo))
 
 
 def check_tests(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand, why: str) -> None:
@@ -142,17 +146,20 @@ def build_step(ctx: RunContext) -> str | None:
             if tests.command else testcmd.NOT_TESTED_NOTE]
     if baseline_red:
         body.append("Baseline: the tests were already red before this plan's first build step.")
-    from gtd.workflow.unsafe import find_unsafe
+    from gtd.workflow import unsafe as unsafe_files
 
-    unsafe = find_unsafe([c.path for c in git.changes(ctx.repo) if c.status == "??"])
+    untracked = [c.path for c in git.changes(ctx.repo) if c.status == "??"]
+    unsafe = unsafe_files.find_unsafe(untracked, git.tracked_dirs(ctx.repo))
+    left_out = None
     if unsafe:
-        bulk = [e.path for e in unsafe if e.why == "bulk"]
-        excluded = git.exclude_locally(ctx.repo, bulk) if bulk else []
-        ctx.progress.warn("left out of the build commit (secrets or generated bulk): " + ", ".join(e.path for e in unsafe)
-                          + (f"; generated bulk added to .git/info/exclude: {', '.join(excluded)}" if excluded else ""))
+        left_out = unsafe_files.describe(unsafe)
+        ctx.progress.warn(f"left out of the build commit (secrets or generated bulk), still uncommitted and shown by "
+                          f"`git status`: {left_out}. `git add` what belongs in the repository, .gitignore the rest")
+        body.append(f"Left out (uncommitted): {left_out}")
     sha = git.commit_all(ctx.repo, message(Step.BUILD, label) + "\n\n" + "\n".join(body),
                          leave_out=[e.path for e in unsafe])
-    ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)
+    unsafe_files.remember_left_out(ctx.repo, unsafe_files.files_of(unsafe, untracked))
+    ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha, left_out=left_out)
     if sha:
         ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
     ctx.progress.info(f"[green]✓ build[/green] {markup(label)}")

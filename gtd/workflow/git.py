@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,10 +37,33 @@ OUTPUT = {"encoding": "utf-8", "errors": "surrogateescape"}
 
 _PROGRAMS: dict[Path, str] = {}  # the host's git per repository, found once per process
 
+# Every host git run ends within this: a run that waits (on something in the work tree gtd did not catch,
+# a lock) is stopped and named in a GtdError, never a hang of gtd (headless runs included).
+TIMEOUT_SECONDS = 300.0
+
+
+def _timed_out(args: tuple[str, ...] | list[str]) -> GtdError:
+    return GtdError(f"git {' '.join(args)} did not finish within {TIMEOUT_SECONDS:g} s and was stopped; "
+                    f"something in the work tree or the repository made it wait (run it yourself to see what, "
+                    f"and please report it to gtd)")
+
+
+def _run(repo: Path, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run of a host git command (`args` after git's argv head), bounded by TIMEOUT_SECONDS."""
+    try:
+        return subprocess.run([*_host_git(repo), *args], cwd=repo, timeout=TIMEOUT_SECONDS,
+                              env=_host_env(repo, kwargs.pop("env", None)), **kwargs)
+    except subprocess.TimeoutExpired:
+        raise _timed_out(args) from None
+
 
 def _host_git(repo: Path) -> list[str]:
     """git's argv head: the host's own git, never one from a PATH directory in the repository (an activated
-    project venv: the agent writes it), and the options every run of gtd's takes."""
+    project venv: the agent writes it), and the options every run of gtd's takes. FIFOs, sockets and device
+    nodes the agent left in the work tree are moved out first: git would wait on one for ever."""
+    from gtd import special_files
+
+    special_files.sweep(repo)
     if repo not in _PROGRAMS:
         from gtd.host_programs import host_program
 
@@ -72,7 +94,11 @@ class Running:
         """Its stdout, once it ended; GtdError when it failed and `check`. Interrupted (Ctrl-C), it is killed
         (as subprocess.run does)."""
         try:
-            stdout, stderr = self._process.communicate()
+            stdout, stderr = self._process.communicate(timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+            raise _timed_out(self.args) from None
         except BaseException:
             self._process.kill()
             self._process.wait()
@@ -147,6 +173,12 @@ def changes(repo: Path) -> list[Change]:
     return result
 
 
+def blob_at_head(repo: Path, path: str) -> bytes | None:
+    """The file's bytes as HEAD holds them (no filter, no line-end conversion), None when HEAD has none."""
+    done = _run(repo, ["cat-file", "blob", f"HEAD:{path}"], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
 def has_commits(repo: Path) -> bool:
     return git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip() != ""
 
@@ -161,12 +193,37 @@ def _message(text: str) -> str:
 
 
 def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out: list[str] | None = None) -> str | None:
-    """Stage everything (but `leave_out`) and commit. Returns the new sha, or None if there was nothing to commit."""
+    """Stage everything but `leave_out` and the files earlier steps left out (unsafe.left_out_earlier),
+    and commit. Returns the new sha, or None if there was nothing to commit. Leaving out only ever
+    unstages files HEAD does not hold: a tracked file is never untracked."""
+    from gtd.workflow.unsafe import left_out_earlier
+
     _ask_identity(repo)
     git(repo, "add", "-A")
-    if leave_out:
-        git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out)
+    names = [*(leave_out or []), *left_out_earlier(repo)]
+    if names:
+        _unstage_new(repo, names)
     return _commit(repo, message, allow_empty=allow_empty)
+
+
+def _unstage_new(repo: Path, names: list[str]) -> None:
+    """Take out of the index the files it adds (not in HEAD) that are among `names` or below one of them
+    (a name ending in "/" is a directory). The names are the agent's: matched as strings, never as
+    pathspecs (the files are handed to git with --literal-pathspecs)."""
+    added = [p for p in git(repo, "diff", "--cached", "--no-renames", "--name-only", "--diff-filter=A", "-z").split("\0") if p]
+    files = set(names)
+    dirs = tuple(name for name in files if name.endswith("/"))
+    out = [p for p in added if p in files or p.startswith(dirs)]
+    if out:
+        _run(repo, ["--literal-pathspecs", "rm", "-q", "--cached", "--pathspec-from-file=-", "--pathspec-file-nul"],
+             input="\0".join(out).encode("utf-8", "surrogateescape"), capture_output=True, check=True)
+
+
+def tracked_dirs(repo: Path) -> set[str]:
+    """Every directory HEAD holds files in (none on an unborn branch)."""
+    if not has_commits(repo):
+        return set()
+    return {p for p in git(repo, "ls-tree", "-r", "-d", "-z", "--name-only", "HEAD").split("\0") if p}
 
 
 def commit_paths(repo_root: Path, paths: list[str], message: str) -> str | None:
@@ -182,8 +239,8 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
     """Commit one file with exactly this content, whatever the work tree or the index hold: the
     person's own uncommitted edits to the file stay uncommitted (in the work tree) and out of it."""
     message = _message(message)
-    blob = subprocess.run([*_host_git(repo), "hash-object", "-w", "--stdin", "--path", path], cwd=repo, input=text,
-                          capture_output=True, text=True, check=True, env=_host_env(repo)).stdout.strip()
+    blob = _run(repo, ["hash-object", "-w", "--stdin", "--path", path], input=text,
+                capture_output=True, text=True, check=True).stdout.strip()
     with temporary_index() as index_env:
         env = {**index_env, **_identity_env(repo)}
         parent = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
@@ -193,9 +250,8 @@ def commit_file_text(repo: Path, path: str, text: str, message: str) -> str | No
         tree = git(repo, "write-tree", env=env).strip()
         if parent and tree == git(repo, "rev-parse", f"{parent}^{{tree}}").strip():
             return None
-        sha = subprocess.run([*_host_git(repo), "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
-                             cwd=repo, input=message, capture_output=True, text=True, check=True,
-                             env=_host_env(repo, env)).stdout.strip()
+        sha = _run(repo, ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"],
+                   input=message, capture_output=True, text=True, check=True, env=env).stdout.strip()
     git(repo, "update-ref", "-m", f"gtd: {message.splitlines()[0]}", "HEAD", sha, *([parent] if parent else []))
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")  # the index agrees with the commit
     return sha
@@ -211,42 +267,10 @@ def _commit(repo: Path, message: str, *, allow_empty: bool = False) -> str | Non
 def _nothing_staged(repo: Path) -> bool:
     """The index holds no change against HEAD (on an unborn branch: False, the first commit is made).
     One git run in the usual case, where something is staged."""
-    staged = subprocess.run([*_host_git(repo), "diff", "--cached", "--quiet"], cwd=repo, capture_output=True,
-                            env=_host_env(repo))
+    staged = _run(repo, ["diff", "--cached", "--quiet"], capture_output=True)
     if staged.returncode == 1:
         return False
     return has_commits(repo) and not git(repo, "diff", "--cached", "--name-only").strip()
-
-
-def exclude_locally(repo: Path, paths: list[str]) -> list[str]:
-    """Add paths to the repository's info/exclude (this clone only, never committed), once each.
-    Returns the paths the file now excludes (not a name that cannot be written as a line, nor any
-    when the file lies outside the repository), so the warning says only what is true."""
-    from gtd import workspace_files
-
-    spelled = git(repo, "rev-parse", "--git-path", "info/exclude").strip()
-    target = (repo / spelled) if not Path(spelled).is_absolute() else Path(spelled)
-    try:
-        relative = target.relative_to(repo)
-    except ValueError:
-        return []  # a linked worktree's common dir lies outside: leave it alone
-    existing = (workspace_files.read_text(repo, relative, errors="surrogateescape") or "").splitlines()
-    patterns = {path: line for path in paths if (line := _literal_pattern(path)) is not None}
-    fresh = list(dict.fromkeys(line for line in patterns.values() if line not in existing))
-    if fresh:
-        lines = existing + ["# left out of gtd's commits (generated bulk)"] + fresh
-        text = "\n".join(lines) + "\n"
-        workspace_files.write_bytes(repo, relative, text.encode("utf-8", "surrogateescape"), make_parents=True)
-    return list(patterns)
-
-
-def _literal_pattern(path: str) -> str | None:
-    """An exclude line matching exactly this path from the top. The name is the agent's: its glob
-    characters are escaped (a dir named `*` must not exclude every dir), and a name holding a line
-    break cannot be written as one line (it would add patterns of its own): None, left out."""
-    if "\n" in path or "\r" in path:
-        return None
-    return "/" + re.sub(r"([\\*?\[])", r"\\\1", path)
 
 
 def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
@@ -256,8 +280,8 @@ def stage_only(repo: Path, files: list[str], patches: dict[str, str]) -> None:
     if files:
         git(repo, "--literal-pathspecs", "add", "-A", "--", *files)
     for path, patch in patches.items():
-        result = subprocess.run([*_host_git(repo), "apply", "--cached", "--recount", "-"], cwd=repo,
-                                input=patch.encode("utf-8", "surrogateescape"), capture_output=True, env=_host_env(repo))
+        result = _run(repo, ["apply", "--cached", "--recount", "-"],
+                      input=patch.encode("utf-8", "surrogateescape"), capture_output=True)
         if result.returncode != 0:
             why = result.stderr.decode("utf-8", "replace").strip()
             raise GtdError(f"could not separate your fix from your feedback in {path}: {why}")
@@ -318,7 +342,7 @@ def _head_summary(repo: Path) -> str:
 def _history(repo: Path, *args: str) -> str:
     """`git log ARGS` output; empty on an unborn branch (asked only when the log failed: one git run
     in the usual case, `gtd status` runs this on every call)."""
-    result = subprocess.run([*_host_git(repo), "log", *args], cwd=repo, capture_output=True, **OUTPUT, env=_host_env(repo))
+    result = _run(repo, ["log", *args], capture_output=True, **OUTPUT)
     if result.returncode == 0:
         return result.stdout
     if not has_commits(repo):
@@ -356,8 +380,7 @@ def diffs_from_head(repo: Path, paths: list[str]) -> dict[str, str]:
         return data.decode("utf-8", errors="surrogateescape")
 
     def patch(*names: str) -> bytes:
-        return subprocess.run([*_host_git(repo), "--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names],
-                              cwd=repo, capture_output=True, env=_host_env(repo)).stdout
+        return _run(repo, ["--literal-pathspecs", "diff", *_PATCH, "HEAD", "--", *names], capture_output=True).stdout
 
     found: dict[str, str] = {}
     plain = [p for p in paths if not quoted(p)]

@@ -70,9 +70,12 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         if not errors:
             markers = marker_search(ctx.repo)  # searches the code (never TODO.md) while TODO.md is formatted
             normalize_todo(ctx.repo)
-            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", search=markers)
+            left: dict[str, str] = {}
+            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", search=markers, left=left)
             if absorbed:
                 ctx.progress.info(f"removed the marker(s) the plan took over from the code: {markup(', '.join(absorbed))}")
+            for path, why in left.items():
+                ctx.progress.info(f"left the marker(s) the plan cites in {markup(path, one_line=True)} as they are: {why}")
             sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))
             if sha is None:
                 ctx.progress.warn(f"the agent left {TODO_FILE} unchanged; it is a valid plan, so it stands as it is "

@@ -123,6 +123,7 @@ class Progress:
         self.refusals: list[str] = []
         self.approvals: list[str] = []
         self.denials: list[str] = []
+        self.left_out: list[str] = []  # what build steps left out of their commits (unsafe.describe)
         self.retrying: str | None = None
         self.last_heard = time.monotonic()  # the agent's last event
         self.finished = False
@@ -258,6 +259,8 @@ class Progress:
                 self._emit("test_run", phase=phase, exit_code=entry.get("exit_code"),
                            passed=entry.get("exit_code") == 0)
             elif kind == "step":
+                if entry.get("left_out"):
+                    self.left_out.append(f"{entry.get('step')}: {entry['left_out']}")
                 if self.phase_now is not None and self.phase_now.name == entry.get("step"):
                     self.phase_now.committed = True
                 if entry.get("commit"):
@@ -295,6 +298,8 @@ class Progress:
                 lines.append(f"  committed {short} {markup(subject, one_line=True)}")
             if not self.commits:
                 lines.append("  nothing committed")
+            for left in self.left_out:
+                lines.append(f"  left out of the commit, uncommitted (see `git status`): {markup(left, one_line=True)}")
             if self.refusals:
                 lines.append(f"  refused by the sandbox: {len(self.refusals)} "
                              f"({markup(_one_line('; '.join(self.refusals), 160))}) -- see `gtd audit`")

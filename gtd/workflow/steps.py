@@ -278,13 +278,17 @@ def pending_edits(repo: Path, *, forget_stale: bool = True) -> PendingEdits | No
     from gtd.workflow import leftovers
     from gtd.workflow.unsafe import find_unsafe
 
+    from gtd.workflow.unsafe import left_out_earlier
+
     agent = leftovers.untouched(repo, forget_stale=forget_stale)
-    changed = git.changes(repo)
+    kept_out = left_out_earlier(repo)  # a build step left them out: still untracked, neither yours nor to commit
+    changed = [c for c in git.changes(repo) if not (c.status == "??" and c.path in kept_out)]
     if not changed:
         return None
     if agent:
         return PendingEdits(changed, agent=True)
-    unsafe = find_unsafe([c.path for c in changed if c.status == "??"])
+    untracked = [c.path for c in changed if c.status == "??"]
+    unsafe = find_unsafe(untracked, git.tracked_dirs(repo)) if untracked else []
     if unsafe:
         return PendingEdits(changed, unsafe=unsafe)
     edits, split = _classify(repo, changed)

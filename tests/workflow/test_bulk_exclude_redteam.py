@@ -1,6 +1,6 @@
-"""Red team: the names of generated bulk the agent leaves (node_modules/, a virtualenv) are written
-to `.git/info/exclude` by gtd. They are the agent's names: a glob (`*`) or a newline in one must
-not become a pattern of its own that hides every later file from gtd's commits and `gtd status`."""
+"""Red team: generated bulk the agent leaves (node_modules/, a virtualenv) is left out of gtd's build
+commit by the agent's names: a glob (`*`), a newline or pathspec magic in one must not widen what is
+left out, and nothing is ever written to `.git/info/exclude` (issue 22: the person decides)."""
 
 from __future__ import annotations
 
@@ -21,25 +21,21 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("files", PLANTED.values(), ids=PLANTED.keys())
-def test_bulk_names_are_excluded_literally(repo, files):
+def test_bulk_is_left_out_by_its_literal_name_and_stays_visible(repo, files):
     for name in files:
         path = os.fsencode(repo) + b"/" + os.fsencode(name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write("x\n")
-    bulk = [e.path for e in find_unsafe([c.path for c in gitops.changes(repo) if c.status == "??"]) if e.why == "bulk"]
-    assert bulk
-    excluded = gitops.exclude_locally(repo, bulk)
-    assert excluded == [b for b in bulk if "\n" not in b]  # what the build's warning names as excluded
-    assert gitops.exclude_locally(repo, bulk) == excluded  # already there: still excluded, not written twice
     (repo / "src").mkdir()
     (repo / "src" / "new.py").write_text("print(1)\n")
     (repo / "top.py").write_text("print(2)\n")
-    left = {c.path for c in gitops.changes(repo) if c.status == "??"}
-    assert {"src/new.py", "top.py"} <= left  # the person's next files are still seen and committed
-    # what the agent generated is excluded by its literal name; a name with a line break is not
-    # written at all (it stays out of gtd's commit through leave_out, as every bulk does)
-    assert left & set(files) == {f for f in files if "\n" in f}
+    bulk = [e.path for e in find_unsafe([c.path for c in gitops.changes(repo) if c.status == "??"]) if e.why == "bulk"]
+    assert bulk
+    sha = gitops.commit_all(repo, "build", leave_out=bulk)
+    assert sorted(gitops.commit_files(repo, sha)) == ["A\tsrc/new.py", "A\ttop.py"]  # the agent's work is committed
+    assert {c.path for c in gitops.changes(repo) if c.status == "??"} == set(files)  # what was left out is still seen
+    assert not (repo / ".git" / "info" / "exclude").exists() or "node_modules" not in (repo / ".git/info/exclude").read_text()
 
 
 def test_bulk_left_out_of_the_build_commit_by_its_literal_name(repo):

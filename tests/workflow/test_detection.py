@@ -86,9 +86,11 @@ def test_many_new_files_under_one_directory_are_bulk():
 def test_absorbed_marker_comments_are_cut_and_code_is_never_cut():
     from gtd.workflow.markers import cited, strip_marker
 
-    assert strip_marker("    # TODO: handle negatives\n") is None
-    assert strip_marker("x = f()  # FIXME: slow\n") == "x = f()\n"
-    assert strip_marker("  // hack: later\n") is None
-    assert strip_marker('print("TODO: not a comment")\n') == 'print("TODO: not a comment")\n'
+    assert strip_marker("    # TODO: handle negatives\n", (4, None)) is None
+    assert strip_marker("x = f()  # FIXME: slow\n", (9, None)) == "x = f()\n"
+    assert strip_marker("  // hack: later\n", (2, None)) is None
+    assert strip_marker('print("TODO: not a comment")\n', None) == 'print("TODO: not a comment")\n'
+    assert strip_marker('print("TODO: x")  # y\n', (18, None)) == 'print("TODO: x")  # y\n'  # not in the comment
+    assert strip_marker("a = 1; /* TODO: x */ b = 2\n", (7, 21)) == "a = 1; /* TODO: x */ b = 2\n"  # code after
     assert cited("see app.py:27 and notes.py:1", "app.py", 27)
     assert not cited("see app.py:270", "app.py", 27) and not cited("see myapp.py:27", "app.py", 27)

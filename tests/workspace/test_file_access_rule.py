@@ -28,6 +28,7 @@ ALLOWED = {
     ("workflow/git.py", "temporary_index"): "a throw-away git index in the system temp dir",
     ("workflow/leftovers.py", "untouched"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
+    ("workflow/unsafe.py", "left_out_earlier"): "the left-out list lives in gtd's per-project state dir",
     ("workflow/format_helper.py", "_detach"): "the forked formatter's stdio becomes /dev/null",
     ("workflow/format_helper.py", "_only_thread"): "the kernel's list of gtd's own threads (/proc/self/task)",
     ("workflow/phase_agent.py", "_create_approved_path"):
