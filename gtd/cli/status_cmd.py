@@ -26,7 +26,11 @@ def run(directory: Path | None, json_out: bool) -> None:
     loaded = load_at(cwd, {})  # its warnings are printed through rich: rare, and then worth the import
     if loaded.repo_root is None:
         raise NotARepository(cwd)
+    from gtd import runlock
+
     result = predict(loaded.repo_root)
+    running = runlock.holder(loaded.repo_root)  # read only: status never waits for, nor takes, the run lock
+    result["running"] = None if running is None else {**running, "described": runlock.describe(running)}
     tests = testcmd.resolve(loaded.values.get("testCommand"), loaded.repo_root)  # values: no pydantic models
     result["test_command"] = {"command": tests.command, "source": tests.source or None}
     write_styled([(render_json(result), None)] if json_out else render_text(result, tests.describe()))
@@ -45,7 +49,11 @@ def render_text(result: dict[str, Any], tests: str) -> list[tuple[str, str | Non
     def line(name: str, *rest: tuple[str, str | None]) -> list[tuple[str, str | None]]:
         return [(f"{name}:", "bold"), *((visible(text, one_line=True), style) for text, style in rest), ("\n", None)]
 
-    out = line("next", (f" {result['next']}", None))
+    out = []
+    running = result.get("running")
+    if running:
+        out += line("running", (f" another gtd run is working in this repository: {running['described']}", None))
+    out += line("next", (f" {result['next']}", None))
     out += line("why", (f" {result['reason']}  ", None), (f"(rule: {result['rule']})", "dim"))
     commit = result.get("commit")
     if commit:
