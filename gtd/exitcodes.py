@@ -11,4 +11,5 @@ class ExitCode(IntEnum):
     ESCALATION_PENDING = 4  # headless run hit the boundary; pending requests printed as JSON
     FORBIDDEN_TOOL = 5  # the agent called an interactive/forbidden tool and was stopped
     TIMEOUT = 6  # agent inactivity or hard run timeout
+    BUSY = 7  # another gtd run holds this repository's lock
     INTERRUPTED = 130  # Ctrl-C

@@ -143,6 +143,9 @@ def run_context(options: RunOptions):
     if loaded.repo_root is None:
         raise NotARepository(options.cwd())
     repo = loaded.repo_root
+    from gtd import runlock
+
+    run_lock = runlock.acquire(repo)  # a second run in this repository stops here, before it writes anything
     audit = AuditLog(repo)
     interactive = is_interactive(options.non_interactive)
     escalator = Escalator(repo, interactive=interactive, audit=audit, phase=None, console=stderr)
@@ -153,7 +156,10 @@ def run_context(options: RunOptions):
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
     audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.values["provider"], interactive=interactive)
+    if run_lock.taken_over:
+        progress.warn(f"a gtd run that ended without releasing this repository ({runlock.describe(run_lock.taken_over)}) "
+                      "was killed: its lock is taken over")
     return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
                       escalator=escalator, audit=audit,
                       progress=progress, reload_config=lambda: load(options),
-                      level_override=options.level)
+                      level_override=options.level, run_lock=run_lock)

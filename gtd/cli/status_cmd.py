@@ -26,7 +26,15 @@ def run(directory: Path | None, json_out: bool) -> None:
     loaded = load_at(cwd, {})  # its warnings are printed through rich: rare, and then worth the import
     if loaded.repo_root is None:
         raise NotARepository(cwd)
+    from gtd import runlock
+
     result = predict(loaded.repo_root)
+    running = runlock.holder(loaded.repo_root)  # read only: status never waits for, nor takes, the run lock
+    result["running"] = None if running is None else {**running, "described": runlock.describe(running)}
+    from gtd.pending_requests import describe_plain, read_plain
+
+    result["pending_approvals"] = [{**request, "described": describe_plain(request)}
+                                   for request in read_plain(loaded.repo_root)]
     tests = testcmd.resolve(loaded.values.get("testCommand"), loaded.repo_root)  # values: no pydantic models
     result["test_command"] = {"command": tests.command, "source": tests.source or None}
     write_styled([(render_json(result), None)] if json_out else render_text(result, tests.describe()))
@@ -45,7 +53,20 @@ def render_text(result: dict[str, Any], tests: str) -> list[tuple[str, str | Non
     def line(name: str, *rest: tuple[str, str | None]) -> list[tuple[str, str | None]]:
         return [(f"{name}:", "bold"), *((visible(text, one_line=True), style) for text, style in rest), ("\n", None)]
 
-    out = line("next", (f" {result['next']}", None))
+    out = []
+    running = result.get("running")
+    if running:
+        out += line("running", (f" another gtd run is working in this repository: {running['described']}", None))
+    approvals = result.get("pending_approvals") or []
+    if approvals:
+        out += line("approvals", (f" {len(approvals)} pending from a run without a terminal (exit 4): run "
+                                  "`gtd approve` in a terminal to decide them, then gtd again", None))
+        for request in approvals[:10]:
+            out += [("  - ", None), (visible(_clip(f"{request['described']}: {request.get('reason', '')}"), one_line=True),
+                                     None), ("\n", None)]
+        if len(approvals) > 10:
+            out += [(f"  … and {len(approvals) - 10} more (`gtd approve --list`)\n", None)]
+    out += line("next", (f" {result['next']}", None))
     out += line("why", (f" {result['reason']}  ", None), (f"(rule: {result['rule']})", "dim"))
     commit = result.get("commit")
     if commit:
@@ -56,3 +77,7 @@ def render_text(result: dict[str, Any], tests: str) -> list[tuple[str, str | Non
         out += line("uncommitted", (f" {', '.join(paths[:10])}{' …' if len(paths) > 10 else ''} -> {pending['what']}",
                                     None))
     return out + line("tests", (f" {tests}", None))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -26,41 +26,45 @@ def workflow(options: RunOptions) -> Iterator:
     from gtd.workflow.unsafe import UnsafeFiles
 
     ctx = run_context(options)
-    try:
-        yield ctx
-    except EscalationPending:
-        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
-        pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
-        ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
-        ctx.progress.finish("escalation_pending", ExitCode.ESCALATION_PENDING, requests=pending)
-        if not options.json:  # with --json the run_end event carries the requests
-            stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
-                                          "hint": "run `gtd approve` in a terminal, then run gtd again"}))
-        raise SystemExit(int(ExitCode.ESCALATION_PENDING)) from None
-    except UnsafeFiles as exc:
-        ctx.audit.record("unsafe_untracked", files=[e.to_json() for e in exc.entries])
-        if not ctx.escalator.interactive:
-            stdout.print_json(json.dumps({"status": "unsafe_untracked_files", "files": [e.to_json() for e in exc.entries],
-                                          "hint": "add them to .gitignore or `git add` them yourself, then run gtd again"}))
-        raise
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
-        code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
-        ctx.audit.record("interrupted")
-        leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
-        ctx.progress.finish("interrupted", code)
-        raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
-                          "(any partial changes are left uncommitted in the work tree)", exit_code=code) from None
-    except GtdError as exc:
-        if exc.exit_code != ExitCode.USAGE:
-            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
-        ctx.progress.finish("failed", int(exc.exit_code), error=str(exc))
-        raise
-    except BaseException:
-        ctx.progress.finish("failed", ExitCode.FAILURE)
-        raise
-    else:
-        leftovers.forget(ctx.repo)
-        ctx.progress.finish("ok", ExitCode.OK)
+    try:  # the repository's run lock (gtd.runlock) is released last, after the clean-up below
+        try:
+            yield ctx
+        except EscalationPending:
+            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
+            pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
+            ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
+            ctx.progress.finish("escalation_pending", ExitCode.ESCALATION_PENDING, requests=pending)
+            if not options.json:  # with --json the run_end event carries the requests
+                stdout.print_json(json.dumps({"status": "escalation_pending", "requests": pending,
+                                              "hint": "run `gtd approve` in a terminal, then run gtd again"}))
+            raise SystemExit(int(ExitCode.ESCALATION_PENDING)) from None
+        except UnsafeFiles as exc:
+            ctx.audit.record("unsafe_untracked", files=[e.to_json() for e in exc.entries])
+            if not ctx.escalator.interactive:
+                stdout.print_json(json.dumps({"status": "unsafe_untracked_files", "files": [e.to_json() for e in exc.entries],
+                                              "hint": "add them to .gitignore or `git add` them yourself, then run gtd again"}))
+            raise
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
+            code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+            ctx.audit.record("interrupted")
+            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
+            ctx.progress.finish("interrupted", code)
+            raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
+                              "(any partial changes are left uncommitted in the work tree)", exit_code=code) from None
+        except GtdError as exc:
+            if exc.exit_code != ExitCode.USAGE:
+                leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
+            ctx.progress.finish("failed", int(exc.exit_code), error=str(exc))
+            raise
+        except BaseException:
+            ctx.progress.finish("failed", ExitCode.FAILURE)
+            raise
+        else:
+            leftovers.forget(ctx.repo)
+            ctx.progress.finish("ok", ExitCode.OK)
+    finally:
+        if ctx.run_lock is not None:
+            ctx.run_lock.release()
 
 
 def next_step(options: RunOptions, run_all: bool) -> None:

@@ -7,14 +7,13 @@ from pathlib import Path
 
 from gtd.errors import GtdError
 from gtd.paths import project_state_dir
+from gtd.pending_requests import PENDING_FILE  # gtd status reads the same file plainly
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:  # imported when a request is stored or read: every phase creates a PendingStore
     from filelock import FileLock
 
     from gtd.escalation.request import EscalationRequest
-
-PENDING_FILE = "pending.json"
 
 
 class PendingStore:

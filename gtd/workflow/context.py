@@ -32,6 +32,7 @@ class RunContext:
     reload_config: Callable[[], LoadedConfig]
     level_override: Level | None = None  # --level on the command line (explicit, so honoured and logged)
     once_levels: dict[Phase, Level] = field(default_factory=dict)  # "allow once" level approvals
+    run_lock: object | None = None  # gtd.runlock.RunLock: this run's hold on the repository, released at its end
 
     @functools.cached_property
     def provider(self) -> Provider:
