@@ -18,6 +18,7 @@ class EventKind(str, Enum):
     TOOL_CALL = "tool_call"  # the model asked to run a tool (tool, tool_input, tool_id)
     TOOL_RESULT = "tool_result"  # a tool finished (tool_id, text, is_error)
     END = "end"  # the run finished (usage, cost_usd, is_error)
+    USAGE = "usage"  # one model request of the loop that a CLI reports apart (usage, cost_usd): opencode's steps
     ERROR = "error"  # API or CLI error (text)
     RETRY = "retry"  # the CLI is retrying a failed API request itself (text: what failed, attempt)
 

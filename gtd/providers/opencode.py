@@ -159,10 +159,11 @@ class OpencodeProvider(Provider):
                                 is_error=status == "error" or part.get("tool") == "invalid" or _metadata_error(state), session_id=session_id, raw=data)
             return [call, result]
         if kind == "step_finish":
-            if part.get("reason") == "tool-calls":  # a step of the loop, not the end of the run
-                return []
+            # Every step is one model request with its own tokens and cost: a `tool-calls` step is a step
+            # of the loop (USAGE, counted too), any other reason ends the run (END, with the last step's).
             tokens = part.get("tokens")
-            return [AgentEvent(EventKind.END, session_id=session_id, usage=tokens if isinstance(tokens, dict) else None,
+            kind_of = EventKind.USAGE if part.get("reason") == "tool-calls" else EventKind.END
+            return [AgentEvent(kind_of, session_id=session_id, usage=tokens if isinstance(tokens, dict) else None,
                                cost_usd=part.get("cost"), text=part.get("reason"), raw=data)]
         if kind == "error":
             return [AgentEvent(EventKind.ERROR, text=_error_text(data.get("error")), session_id=session_id,

@@ -217,7 +217,7 @@ class Progress:
                 self._emit("api_retry", phase=phase, text=event.text, source="cli")
                 if self.verbosity >= 0:
                     self._line(f"  [yellow]{markup(event.text or 'API error, retrying', one_line=True)}[/yellow]")
-            elif event.kind == EventKind.END:
+            elif event.kind in (EventKind.END, EventKind.USAGE):  # every request's usage, summed
                 if self.phase_now is not None:
                     self.phase_now.usage.add(event)
                 self.usage.add(event)

@@ -66,6 +66,29 @@ def test_token_counts_from_each_cli_and_their_totals():
     assert "1.1k in / 24 out tokens · $0.7500" in _status(progress)
 
 
+def test_every_opencode_step_counts_its_tokens_and_cost():
+    """opencode reports each model request of its loop as a `step_finish` (reason `tool-calls`), and
+    only the last one with reason `stop`: the totals are the sum of all of them (issue 24)."""
+    from gtd.providers.opencode import OpencodeProvider
+
+    def step(reason: str, n: int) -> str:
+        return json.dumps({"type": "step_finish", "sessionID": "ses_1", "part": {
+            "reason": reason, "type": "step-finish", "cost": 0.01 * n,
+            "tokens": {"total": 1010 * n, "input": 1000 * n, "output": 10 * n, "reasoning": 0,
+                       "cache": {"write": 0, "read": 0}}}})
+
+    provider, progress = OpencodeProvider(), _progress()
+    events = [e for line in (step("tool-calls", 1), step("tool-calls", 2), step("stop", 3))
+              for e in provider.parse_line(line)]
+    assert [e.kind for e in events] == [EventKind.USAGE, EventKind.USAGE, EventKind.END]
+    assert provider.outcome(0, events).ok
+    for event in events:
+        progress.event(event)
+    assert (progress.usage.input, progress.usage.output) == (6000, 60)
+    assert round(progress.usage.cost_usd, 6) == 0.06
+    assert "6.0k in / 60 out tokens · $0.0600" in _status(progress)
+
+
 def test_a_clis_retry_is_carried_in_jsonl_as_an_api_retry_event_from_the_cli():
     events = io.StringIO()
     progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False, events=events)
