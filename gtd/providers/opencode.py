@@ -47,6 +47,7 @@ class OpencodeProvider(Provider):
                   "login` is not used")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
+    announces_tool_start = False  # tool_use comes when the tool has ended: the runner watches the process tree
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")
