@@ -110,7 +110,6 @@ class OpencodeProvider(Provider):
 
     def command(self, request: AgentRequest) -> CommandSpec:
         self.prepare()
-        _ensure_project_dir(Path(request.cwd))
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default
             request = replace(request, model=own.model)
@@ -198,18 +197,6 @@ class OpencodeProvider(Provider):
         if not finals:
             return AgentOutcome(False, "opencode finished without completing a step", session_id)
         return AgentOutcome(True, None, session_id)
-
-
-def _ensure_project_dir(cwd: Path) -> None:
-    """opencode always reads `.opencode/` in the repo. The sandbox protects that path, and a missing
-    protected path becomes a read-only /dev/null placeholder, which opencode cannot read past (ENOTDIR).
-    An empty directory, created here on the host, reads as "no project config" (git ignores it)."""
-    project_dir = cwd / ".opencode"
-    if not os.path.lexists(project_dir):
-        try:
-            project_dir.mkdir()
-        except OSError:
-            pass
 
 
 def _unquote(value: str) -> str:

@@ -5,7 +5,9 @@ agent, an API failure surfaced as an error, and a test failure re-prompted until
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +70,14 @@ def assert_built(repo) -> None:
     assert f"- [x] {ITEM}" in git(repo, "show", "HEAD:TODO.md")
     assert git(repo, "show", "HEAD:hello.txt") == "hi\n"
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert_no_stray_dirs(repo)
+
+
+def assert_no_stray_dirs(repo) -> None:
+    """Nothing git cannot see is left behind either (issue 24: an empty `.opencode/` after an opencode run)."""
+    empty = [str(d.relative_to(repo)) for d, dirs, files in ((Path(p), ds, fs) for p, ds, fs in os.walk(repo))
+             if ".git" not in d.relative_to(repo).parts and not dirs and not files]
+    assert not empty and not os.path.lexists(repo / ".opencode"), empty
 
 
 def test_build_step_lands(agent, planned, fake_model):
