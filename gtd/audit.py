@@ -78,35 +78,144 @@ def _utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}+00:00"
 
 
+# A flood (an agent opening thousands of refused connections) must not grow the log without bound:
+# an entry that repeats another of the last REPEAT_WINDOW_SECONDS (the same fields but the time) is
+# counted, not written, and one entry with the count closes the window; past MAX_BYTES the log is
+# rotated, ROTATED_FILES older ones kept (audit.jsonl.1, .2).
+REPEAT_WINDOW_SECONDS = 10.0
+MAX_BYTES = 8 * 1024 * 1024
+ROTATED_FILES = 2
+_SWEEP_SECONDS = 1.0
+
+
+class _Repeats:
+    """One entry's window: when it closes, and the repeats counted in it (not written yet)."""
+
+    __slots__ = ("entry", "ends", "count", "first", "last")
+
+    def __init__(self, entry: dict, ends: float):
+        self.entry, self.ends, self.count, self.first, self.last = entry, ends, 0, "", ""
+
+    def summary(self) -> dict:
+        """The entry again, with how many times it repeated and when: written when the window closes."""
+        return {**self.entry, "time": _utc_now(), "repeated": self.count, "repeated_from": self.first,
+                "repeated_until": self.last}
+
+
 class AuditLog:
-    def __init__(self, repo_root: Path):
+    def __init__(self, repo_root: Path, *, window: float = REPEAT_WINDOW_SECONDS, max_bytes: int = MAX_BYTES,
+                 keep: int = ROTATED_FILES):
+        import threading
+
         self.path = project_state_dir(repo_root) / AUDIT_FILE
-        self.listeners: list = []  # called with each recorded entry (the progress view)
+        self.listeners: list = []  # called with each recorded entry (the progress view), repeats included
+        self.window, self.max_bytes, self.keep = window, max_bytes, max(1, keep)
+        self._lock = threading.Lock()  # the proxy records from its own threads
+        self._repeats: dict[str, _Repeats] = {}
+        self._next_sweep = 0.0
+        self._flush_at_exit = False
 
     def record(self, event: str, **fields: Any) -> dict:
         entry = {"time": _utc_now(), "event": event,
                  **redact({k: v for k, v in fields.items() if v is not None})}
-        # A lone surrogate (a file name that is not UTF-8, as os and git read it) becomes the JSON
-        # escape \udcXX: the line stays valid UTF-8 and reads back as the same name.
-        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # one whole line per writer, even from several processes
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        key = json.dumps({k: v for k, v in entry.items() if k != "time"}, sort_keys=True, ensure_ascii=False,
+                         default=str)
+        now = time.monotonic()
+        with self._lock:
+            lines = self._closed(now, key)
+            repeats = self._repeats.get(key)
+            if repeats is None:
+                self._repeats[key] = _Repeats(entry, now + self.window)
+                lines.append(entry)
+            else:
+                repeats.count += 1
+                repeats.first = repeats.first or entry["time"]
+                repeats.last = entry["time"]
+                if not self._flush_at_exit:  # the count is written even when no later entry closes the window
+                    import atexit
+
+                    atexit.register(self.flush)
+                    self._flush_at_exit = True
+            if lines:
+                self._append(lines)
         for listener in self.listeners:
             listener(entry)
         return entry
 
-    def read(self) -> list[dict]:
-        if not self.path.exists():
-            return []
-        entries = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+    def flush(self) -> None:
+        """Write the count of every repeat not written yet (at the end of a session, and at exit)."""
+        with self._lock:
+            lines = [repeats.summary() for repeats in self._repeats.values() if repeats.count]
+            self._repeats.clear()
+            if lines:
+                self._append(lines)
+
+    def _closed(self, now: float, key: str) -> list[dict]:
+        """The summaries of the windows closed by now (this key's always; the others once a second)."""
+        closed = [key] if key in self._repeats and self._repeats[key].ends <= now else []
+        if now >= self._next_sweep:
+            self._next_sweep = now + min(_SWEEP_SECONDS, self.window)
+            closed = [k for k, repeats in self._repeats.items() if repeats.ends <= now]
+        summaries = []
+        for k in closed:
+            repeats = self._repeats.pop(k)
+            if repeats.count:
+                summaries.append(repeats.summary())
+        return summaries
+
+    def _append(self, entries: list[dict]) -> None:
+        # A lone surrogate (a file name that is not UTF-8, as os and git read it) becomes the JSON
+        # escape \udcXX: the line stays valid UTF-8 and reads back as the same name.
+        data = b"".join((json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+                        for entry in entries)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in range(5):
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn line (crash mid-write) never hides the rest of the log
+                fcntl.flock(fd, fcntl.LOCK_EX)  # one whole line per writer, even from several processes
+                if attempt < 4 and not self._is_current(fd):
+                    continue  # another process rotated the log while this one waited: write to the new one
+                os.write(fd, data)
+                if os.fstat(fd).st_size > self.max_bytes:
+                    self._rotate()
+                return
+            finally:
+                os.close(fd)
+
+    def _is_current(self, fd: int) -> bool:
+        try:
+            here, there = os.fstat(fd), os.stat(self.path)
+        except OSError:
+            return False
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+    def _rotate(self) -> None:
+        """audit.jsonl -> .1 -> .2 ...; the oldest beyond `keep` is dropped. Under the writer's lock."""
+        for number in range(self.keep, 0, -1):
+            older = self._rotated(number)
+            if number == self.keep and older.exists():
+                older.unlink()
+            source = self.path if number == 1 else self._rotated(number - 1)
+            if source.exists():
+                os.replace(source, older)
+
+    def _rotated(self, number: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{number}")
+
+    def files(self) -> list[Path]:
+        """The log's files, oldest first: the rotated ones, then the current one."""
+        return [p for p in (*(self._rotated(n) for n in range(self.keep, 0, -1)), self.path) if p.exists()]
+
+    def read(self) -> list[dict]:
+        entries = []
+        for path in self.files():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:  # rotated away meanwhile
+                continue
+            for line in text.splitlines():
+                try:
+                    entries.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a torn line (crash mid-write) never hides the rest of the log
         return entries
