@@ -16,7 +16,8 @@ import tomlkit
 from filelock import FileLock
 
 from gtd import workspace_files
-from gtd.config.files import detect_json_indent, dump_document, parse_document, read_config_text, to_plain
+from gtd.config import json_edit
+from gtd.config.files import detect_json_indent, dump_document, is_toml, parse_document, read_config_text, to_plain
 from gtd.config.validation import strip_legacy_keys, validate_layer
 from gtd.digest import sha256
 from gtd.errors import ConfigError
@@ -84,6 +85,11 @@ def edited_text(path: Path, text: str, mutate: Callable[[MutableMapping[str, Any
     plain, _ = strip_legacy_keys(to_plain(document), str(path))
     validate_layer(plain, str(path))
     indent = detect_json_indent(text) if text else 2
+    if not is_toml(path) and text.strip():
+        try:  # only the change is written: the person's formatting stays byte for byte
+            return json_edit.edit(text, to_plain(document), indent)
+        except ValueError:
+            pass  # not editable in place (cannot happen for text json.loads read): the whole file, re-dumped
     return dump_document(path, document, indent=indent, original=text)
 
 

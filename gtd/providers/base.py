@@ -87,6 +87,9 @@ class Provider(ABC):
     executable: str
     # Tool names as they appear on the wire that must never run headless. Internal, not configurable.
     forbidden_tools: frozenset[str] = frozenset()
+    # Whether a tool call's event comes before the tool runs. If not (opencode: only when it ends), the
+    # runner looks at the agent's process tree for a tool at work before calling silence inactivity.
+    announces_tool_start: bool = True
 
     def executable_path(self) -> str | None:
         return which(self.executable)

@@ -18,6 +18,7 @@ class EventKind(str, Enum):
     TOOL_CALL = "tool_call"  # the model asked to run a tool (tool, tool_input, tool_id)
     TOOL_RESULT = "tool_result"  # a tool finished (tool_id, text, is_error)
     END = "end"  # the run finished (usage, cost_usd, is_error)
+    USAGE = "usage"  # one model request of the loop that a CLI reports apart (usage, cost_usd): opencode's steps
     ERROR = "error"  # API or CLI error (text)
     RETRY = "retry"  # the CLI is retrying a failed API request itself (text: what failed, attempt)
 
@@ -78,6 +79,22 @@ def token_counts(usage: dict[str, Any] | None) -> tuple[int, int] | None:
     inputs = num("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "input", "cacheRead",
                  "cacheWrite") + cached
     return inputs, num("output_tokens", "output", "reasoning")
+
+
+def call_detail(tool_input: dict[str, Any] | None) -> str:
+    """What a tool call is about, as a person reads it: the command, the pattern searched for (and
+    where), the file, the URL or the query. "" when the input has none of these."""
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+
+    def text(*keys: str) -> str:
+        return next((tool_input[k] for k in keys if isinstance(tool_input.get(k), str) and tool_input[k]), "")
+
+    if text("command", "cmd"):
+        return text("command", "cmd")
+    if text("pattern"):  # Grep/Glob: the pattern is the point, the path only where
+        where = text("path", "include", "glob")
+        return text("pattern") + (f" in {where}" if where else "")
+    return text("file_path", "filePath", "path", "url", "query")
 
 
 def json_object(line: str) -> dict[str, Any] | None:

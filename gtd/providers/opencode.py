@@ -47,6 +47,7 @@ class OpencodeProvider(Provider):
                   "login` is not used")
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
+    announces_tool_start = False  # tool_use comes when the tool has ended: the runner watches the process tree
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")
@@ -109,7 +110,6 @@ class OpencodeProvider(Provider):
 
     def command(self, request: AgentRequest) -> CommandSpec:
         self.prepare()
-        _ensure_project_dir(Path(request.cwd))
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default
             request = replace(request, model=own.model)
@@ -159,10 +159,11 @@ class OpencodeProvider(Provider):
                                 is_error=status == "error" or part.get("tool") == "invalid" or _metadata_error(state), session_id=session_id, raw=data)
             return [call, result]
         if kind == "step_finish":
-            if part.get("reason") == "tool-calls":  # a step of the loop, not the end of the run
-                return []
+            # Every step is one model request with its own tokens and cost: a `tool-calls` step is a step
+            # of the loop (USAGE, counted too), any other reason ends the run (END, with the last step's).
             tokens = part.get("tokens")
-            return [AgentEvent(EventKind.END, session_id=session_id, usage=tokens if isinstance(tokens, dict) else None,
+            kind_of = EventKind.USAGE if part.get("reason") == "tool-calls" else EventKind.END
+            return [AgentEvent(kind_of, session_id=session_id, usage=tokens if isinstance(tokens, dict) else None,
                                cost_usd=part.get("cost"), text=part.get("reason"), raw=data)]
         if kind == "error":
             return [AgentEvent(EventKind.ERROR, text=_error_text(data.get("error")), session_id=session_id,
@@ -196,18 +197,6 @@ class OpencodeProvider(Provider):
         if not finals:
             return AgentOutcome(False, "opencode finished without completing a step", session_id)
         return AgentOutcome(True, None, session_id)
-
-
-def _ensure_project_dir(cwd: Path) -> None:
-    """opencode always reads `.opencode/` in the repo. The sandbox protects that path, and a missing
-    protected path becomes a read-only /dev/null placeholder, which opencode cannot read past (ENOTDIR).
-    An empty directory, created here on the host, reads as "no project config" (git ignores it)."""
-    project_dir = cwd / ".opencode"
-    if not os.path.lexists(project_dir):
-        try:
-            project_dir.mkdir()
-        except OSError:
-            pass
 
 
 def _unquote(value: str) -> str:

@@ -8,6 +8,8 @@ runs past the hard cap, or the user presses Ctrl-C. Headless never hangs.
 Silence is judged fairly: time a person spends answering an approval question never counts
 (neither as inactivity nor toward the hard cap), and while a tool call is in progress (a long,
 silent build) the agent is not inactive: the tool is bounded by `timeouts.toolSeconds` instead.
+A CLI that announces a tool only once it has ended (opencode) is judged by its process tree: a live
+process its current step started is a tool in progress (providers/proctree.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections import deque
 from contextlib import contextmanager
 
 from gtd.providers.base import AgentRequest, Provider
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, call_detail
 from gtd.record import record
 
 STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a failure
@@ -248,6 +250,7 @@ def run_agent(
     activity.touch()
     tool_seconds = float(getattr(timeouts, "tool_seconds", None) or timeouts.run_seconds)
     open_calls: dict[str, AgentEvent] = {}  # tool calls started and not finished, by id
+    watch = None if provider.announces_tool_start else UnannouncedTool(proc.pid)
     lines: queue.Queue[bytes | AgentEvent | None] = queue.Queue()  # stdout lines, stderr events
     stderr_tail = OutputTail(STDERR_LIMIT)
     threads = [
@@ -271,11 +274,13 @@ def run_agent(
             now = time.monotonic()
             elapsed = now - started - activity.held(now)
             idle = activity.idle(now)
-            limit = tool_seconds if open_calls else (timeouts.inactivity_seconds or float("inf"))  # 0: off
+            inactivity = timeouts.inactivity_seconds or float("inf")  # 0: off
+            busy = watch is not None and not open_calls and idle >= inactivity and watch.running()
+            limit = tool_seconds if open_calls or busy else inactivity
             if elapsed >= timeouts.run_seconds:
                 stopped = "run_timeout"
             elif idle >= limit:
-                stopped = "tool_timeout" if open_calls else "inactivity_timeout"
+                stopped = "tool_timeout" if open_calls or busy else "inactivity_timeout"
             if stopped:
                 kill_process_group(proc, pgid)
                 break
@@ -308,6 +313,8 @@ def run_agent(
                     parsed = []
                 if not parsed:
                     noise.append(line[:500])
+            if watch is not None:
+                watch.line(any(e.kind == EventKind.START for e in parsed))
             for event in parsed:
                 _track_tool_calls(open_calls, event)
                 if event.kind == EventKind.TOOL_CALL and event.tool in provider.forbidden_tools:
@@ -331,7 +338,7 @@ def run_agent(
     stderr_text = stderr_tail.bytes().decode("utf-8", "replace")
     exit_code = proc.returncode
     if stopped:
-        running = _running(open_calls)
+        running = _running(open_calls, watch)
         reasons = {
             "forbidden_tool": f"the agent called the forbidden tool '{forbidden}' and was stopped",
             "inactivity_timeout": f"no output from {provider.name} for {timeouts.inactivity_seconds:g}s "
@@ -369,19 +376,55 @@ def _track_tool_calls(open_calls: dict[str, AgentEvent], event: AgentEvent) -> N
 
 def describe_call(event: AgentEvent, limit: int = 120) -> str:
     """`Bash: npm test` -- a tool call as one short line (the command, path or URL it was given)."""
-    tool_input = event.tool_input if isinstance(event.tool_input, dict) else {}
-    for key in ("command", "cmd", "path", "file_path", "filePath", "url", "pattern", "query"):
-        if isinstance(tool_input.get(key), str):
-            detail = tool_input[key]
-            break
-    else:
-        detail = ""
-    text = " ".join(f"{event.tool or 'tool'}: {detail}".split()).rstrip(":")
+    text = " ".join(f"{event.tool or 'tool'}: {call_detail(event.tool_input)}".split()).rstrip(":")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _running(open_calls: dict[str, AgentEvent]) -> str:
+class UnannouncedTool:
+    """A tool at work that the CLI has not announced: a live process of the agent's tree started since
+    its current step began. A step's tools start after its START event, and whatever earlier steps
+    left running started before the line that came just before it: that line's arrival is the mark
+    (for the first step, shortly before its START, never within the CLI's own start-up)."""
+
+    FIRST_STEP_MARGIN = 0.25  # seconds: a tool may start within the clock's tick of the START line
+
+    def __init__(self, root: int) -> None:
+        from gtd.providers.proctree import boot_clock
+
+        self.root = root
+        self.launched = boot_clock()
+        self.last_line: float | None = None  # when the CLI's latest line arrived
+        self.since: float | None = None  # None before the first step: no tool can run yet
+        self.found: tuple[int, str] | None = None  # (pid, command line) seen last
+
+    def line(self, starts_step: bool) -> None:
+        """A line of the CLI's stream has arrived; `starts_step`: it held a START event."""
+        from gtd.providers.proctree import boot_clock
+
+        now = boot_clock()
+        if starts_step:
+            if self.last_line is not None:
+                self.since = self.last_line
+            else:
+                self.since = max(now - self.FIRST_STEP_MARGIN, self.launched + self.FIRST_STEP_MARGIN)
+            self.found = None
+        self.last_line = now
+
+    def running(self) -> bool:
+        from gtd.providers.proctree import alive_since, started_since
+
+        if self.since is None:
+            return False
+        if self.found is not None and alive_since(self.found[0], self.since):
+            return True  # the same process still runs: no walk of /proc
+        self.found = started_since(self.root, self.since)
+        return self.found is not None
+
+
+def _running(open_calls: dict[str, AgentEvent], watch: UnannouncedTool | None = None) -> str:
     """What was running when a timeout struck, for the message."""
+    if not open_calls and watch is not None and watch.found is not None:
+        return f"a tool was running (`{' '.join(watch.found[1].split())[:120]}`)"
     if not open_calls:
         return "no tool call was running (the model was thinking or waiting for its API)"
     return "the tool call " + ", ".join(f"`{describe_call(e)}`" for e in open_calls.values()) + " was running"

@@ -41,3 +41,65 @@ def test_approval_commit_holds_only_the_rule_not_the_persons_other_edits(repo):
     assert '"make check"' in on_disk and "b.example:443" in on_disk
     assert git(repo, "log", "-1", "--format=%s").startswith("🔐")
     assert git(repo, "status", "--porcelain").strip() == "M .gtdrc.json"  # the person's edit, still theirs
+
+
+HAND_FORMATTED = """{
+    "testCommand": "make test",   "timeouts": {"inactivitySeconds": 60},
+
+    "sandbox": {"levels": {"network": {"allowDomains": ["a.example:443"]}},
+                "phases": {"build": "readwrite"}},
+    "models": {
+        "build": "claude-sonnet-4-5"
+    }
+}"""
+
+
+def _approve(repo, request) -> tuple[str, str]:
+    config = repo / ".gtdrc.json"
+    config.write_text(HAND_FORMATTED)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    saved = save_rule(request, "project", repo)
+    assert saved.commit and saved.warning is None
+    return config.read_text(), git(repo, "show", "HEAD:.gtdrc.json")
+
+
+def test_a_domain_approval_inserts_the_rule_and_changes_nothing_else(repo):
+    """Issue 24: one rule added to a hand-formatted .gtdrc.json, byte for byte the rest (file and 🔐 commit)."""
+    request = EscalationRequest.create(kind="domain", target="b.example:443", phase=Phase.BUILD, level=Level.NETWORK,
+                                       reason="test")
+    on_disk, committed = _approve(repo, request)
+    expected = HAND_FORMATTED.replace('["a.example:443"]', '["a.example:443", "b.example:443"]')
+    assert on_disk == expected and committed == expected
+
+
+def test_a_rule_under_a_new_key_is_one_inserted_member(repo):
+    request = EscalationRequest.create(kind="domain", target="b.example:443", phase=Phase.BUILD,
+                                       level=Level.READWRITE, reason="test")
+    on_disk, committed = _approve(repo, request)
+    expected = HAND_FORMATTED.replace('{"network": {"allowDomains": ["a.example:443"]}}',
+                                      '{"network": {"allowDomains": ["a.example:443"]}, '
+                                      '"readwrite": {"allowDomains": ["b.example:443"]}}')
+    assert on_disk == expected and committed == expected
+
+
+def test_a_level_approval_replaces_only_the_value(repo):
+    request = EscalationRequest.create(kind="level", target="network", phase=Phase.BUILD, level=Level.READWRITE,
+                                       requested_level=Level.NETWORK, reason="test")
+    on_disk, committed = _approve(repo, request)
+    expected = HAND_FORMATTED.replace('"phases": {"build": "readwrite"}', '"phases": {"build": "network"}')
+    assert on_disk == expected and committed == expected
+
+
+def test_in_place_edits_of_one_per_line_containers_follow_their_siblings():
+    from gtd.config.json_edit import edit
+
+    text = '{\n    "a": [\n        "x"\n    ],\n    "b": {\n        "c": 1\n    }\n}\n'
+    new = json.loads(text)
+    new["a"].append("y")
+    new["b"]["d"] = {"e": ["z"]}
+    assert edit(text, new, 4) == ('{\n    "a": [\n        "x",\n        "y"\n    ],\n    "b": {\n        "c": 1,\n'
+                                  '        "d": {\n            "e": [\n                "z"\n            ]\n        }\n'
+                                  '    }\n}\n')
+    new["a"].remove("x")
+    assert json.loads(edit(text, new, 4)) == new

@@ -17,6 +17,11 @@ containing `text`, and counts only the tool turns after that message.
 
 Requests without tools (titles, summaries) get a short text answer. Every request is recorded
 in `server.requests` (path + parsed body) for assertions.
+
+Usage: every answer reports 12 input and 7 output tokens, unless `server.report_usage(per_request)`
+says otherwise: the n-th agent-loop request (1-based) then reports `per_request(n)` = (input, output),
+side requests report none (0, 0), and `server.usage_reported` lists what each agent-loop request got,
+so a test can compare a CLI's totals with the sums.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 SHELL_TOOL_NAMES = ("Bash", "bash")  # claude, opencode / pi
 
@@ -73,6 +78,8 @@ class FakeModelServer:
         self._on_prompt: list[tuple[str, list[Step]]] = []
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
+        self._usage: Callable[[int], tuple[int, int]] | None = None
+        self.usage_reported: list[tuple[int, int]] = []  # (input, output) per agent-loop request, with report_usage
         self._ids = itertools.count(1)
         self._httpd = ThreadingHTTPServer((host, 0), _handler(self))
         self._httpd.daemon_threads = True
@@ -96,6 +103,24 @@ class FakeModelServer:
             self._fail = (status, message)
             self._fail_left = times
             self._fail_agent_only = agent_only
+
+    def report_usage(self, per_request: Callable[[int], tuple[int, int]]) -> None:
+        """The n-th agent-loop request (from 1) reports `per_request(n)` = (input, output) tokens; side
+        requests (titles) report 0 and 0. What each got is appended to `usage_reported`."""
+        with self._lock:
+            self._usage = per_request
+            self.usage_reported = []
+
+    def usage_for(self, side: bool) -> tuple[int, int]:
+        """The (input, output) tokens this answer reports."""
+        with self._lock:
+            if self._usage is None:
+                return 12, 7
+            if side:
+                return 0, 0
+            usage = self._usage(len(self.usage_reported) + 1)
+            self.usage_reported.append(usage)
+            return usage
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -220,11 +245,11 @@ def _sse(event: str | None, data: Any) -> bytes:
     return ((f"event: {event}\n" if event else "") + f"data: {payload}\n\n").encode()
 
 
-def _anthropic_events(server: FakeModelServer, body: dict, step: Step) -> list[bytes]:
+def _anthropic_events(server: FakeModelServer, body: dict, step: Step, usage: tuple[int, int]) -> list[bytes]:
     model = body.get("model", "fake-model")
     out = [_sse("message_start", {"type": "message_start", "message": {
         "id": server.next_id("msg"), "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}}})]
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": usage[0], "output_tokens": 0}}})]
     index = 0
     if step.text:
         out.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
@@ -240,12 +265,12 @@ def _anthropic_events(server: FakeModelServer, body: dict, step: Step) -> list[b
                                                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(step.input)}}))
         out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
     out.append(_sse("message_delta", {"type": "message_delta", "delta": {
-        "stop_reason": "tool_use" if step.tool else "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 7}}))
+        "stop_reason": "tool_use" if step.tool else "end_turn", "stop_sequence": None}, "usage": {"output_tokens": usage[1]}}))
     out.append(_sse("message_stop", {"type": "message_stop"}))
     return out
 
 
-def _anthropic_message(server: FakeModelServer, body: dict, step: Step) -> dict:
+def _anthropic_message(server: FakeModelServer, body: dict, step: Step, usage: tuple[int, int]) -> dict:
     content: list[dict] = []
     if step.text:
         content.append({"type": "text", "text": step.text})
@@ -253,10 +278,10 @@ def _anthropic_message(server: FakeModelServer, body: dict, step: Step) -> dict:
         content.append({"type": "tool_use", "id": server.next_id("toolu"), "name": step.tool, "input": step.input})
     return {"id": server.next_id("msg"), "type": "message", "role": "assistant", "model": body.get("model", "fake-model"),
             "content": content, "stop_reason": "tool_use" if step.tool else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 12, "output_tokens": 7}}
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
 
 
-def _openai_chunks(server: FakeModelServer, body: dict, step: Step) -> list[bytes]:
+def _openai_chunks(server: FakeModelServer, body: dict, step: Step, usage: tuple[int, int]) -> list[bytes]:
     cid, model = server.next_id("chatcmpl"), body.get("model", "fake-model")
 
     def chunk(delta: dict, finish: str | None = None, **extra) -> bytes:
@@ -269,13 +294,16 @@ def _openai_chunks(server: FakeModelServer, body: dict, step: Step) -> list[byte
     if step.tool:
         out.append(chunk({"tool_calls": [{"index": 0, "id": server.next_id("call"), "type": "function",
                                           "function": {"name": step.tool, "arguments": json.dumps(step.input)}}]}))
-    usage = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
     out.append(chunk({}, "tool_calls" if step.tool else "stop"))
     if (body.get("stream_options") or {}).get("include_usage"):
         out.append(_sse(None, {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
-                               "choices": [], "usage": usage}))
+                               "choices": [], "usage": _openai_usage(usage)}))
     out.append(_sse(None, "[DONE]"))
     return out
+
+
+def _openai_usage(usage: tuple[int, int]) -> dict:
+    return {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
 
 
 def _error_body(api: str, status: int, message: str) -> dict:
@@ -349,13 +377,14 @@ def _handler(server: FakeModelServer):
             if step.error:
                 self._json(step.error[0], _error_body(api, *step.error))
                 return
+            usage = server.usage_for(side)
             if api == "anthropic":
                 if body.get("stream"):
-                    self._stream(_anthropic_events(server, body, step))
+                    self._stream(_anthropic_events(server, body, step, usage))
                 else:
-                    self._json(200, _anthropic_message(server, body, step))
+                    self._json(200, _anthropic_message(server, body, step, usage))
             elif body.get("stream"):
-                self._stream(_openai_chunks(server, body, step))
+                self._stream(_openai_chunks(server, body, step, usage))
             else:
                 message: dict[str, Any] = {"role": "assistant", "content": step.text or ""}
                 if step.tool:
@@ -365,6 +394,6 @@ def _handler(server: FakeModelServer):
                                  "model": body.get("model", "fake-model"),
                                  "choices": [{"index": 0, "message": message,
                                               "finish_reason": "tool_calls" if step.tool else "stop"}],
-                                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}})
+                                 "usage": _openai_usage(usage)})
 
     return Handler

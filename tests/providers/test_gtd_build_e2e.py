@@ -5,7 +5,9 @@ agent, an API failure surfaced as an error, and a test failure re-prompted until
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +70,14 @@ def assert_built(repo) -> None:
     assert f"- [x] {ITEM}" in git(repo, "show", "HEAD:TODO.md")
     assert git(repo, "show", "HEAD:hello.txt") == "hi\n"
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert_no_stray_dirs(repo)
+
+
+def assert_no_stray_dirs(repo) -> None:
+    """Nothing git cannot see is left behind either (issue 24: an empty `.opencode/` after an opencode run)."""
+    empty = [str(d.relative_to(repo)) for d, dirs, files in ((Path(p), ds, fs) for p, ds, fs in os.walk(repo))
+             if ".git" not in d.relative_to(repo).parts and not dirs and not files]
+    assert not empty and not os.path.lexists(repo / ".opencode"), empty
 
 
 def test_build_step_lands(agent, planned, fake_model):
@@ -128,3 +138,21 @@ def test_failing_tests_reprompt_with_the_output_then_the_fix_lands(agent, planne
     assert_built(planned)
     seen = prompts_seen(fake_model)
     assert f"The test command `{TEST_COMMAND}` failed (attempt 1 of 2)" in seen and MISSING in seen
+
+
+def test_token_totals_sum_every_model_request(agent, planned, fake_model):
+    """Issue 24: the tokens gtd shows are the sum over every request of the run, not the last one
+    (opencode reports each step of its loop apart: `step_finish` with reason `tool-calls`)."""
+    fake_model.script([shell("echo hi > hello.txt"), shell("cat hello.txt"), say("Created hello.txt.")])
+    fake_model.report_usage(lambda n: (1000 * n + n, 10 * n + 1))  # a different, known count per request
+    result = run_gtd("build", "--json", "--provider", agent.name, *(["--model", agent.model] if agent.model else []),
+                     cwd=planned, timeout=GTD_TIMEOUT)
+    assert result.returncode == 0, explain(result)
+    assert_built(planned)
+    reported = fake_model.usage_reported
+    assert len(reported) >= 3, reported
+    sums = {"input": sum(i for i, _ in reported), "output": sum(o for _, o in reported)}
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    phase_end = next(e for e in events if e["event"] == "phase_end" and e["phase"] == "build")
+    run_end = next(e for e in events if e["event"] == "run_end")
+    assert phase_end["tokens"] == sums and run_end["tokens"] == sums, (reported, phase_end, run_end)

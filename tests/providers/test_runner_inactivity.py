@@ -73,3 +73,52 @@ emit(kind="end")
                        timeouts=SimpleNamespace(inactivity_seconds=1.0, tool_seconds=1.0, run_seconds=1.5))
     thread.join()
     assert result.stopped is None and result.ok, result.error
+
+
+class SilentToolProvider(PythonProvider):
+    """A CLI like opencode: a tool's event comes only once the tool has ended (issue 24)."""
+
+    announces_tool_start = False
+
+
+def test_an_unannounced_tool_still_running_is_not_inactivity(launcher, workdir):
+    program = PRELUDE + """
+time.sleep(0.6)  # the CLI starts up (opencode: seconds)
+emit(kind="start")
+subprocess.run(["sleep", "2.5"])  # the tool runs; the CLI says nothing until it ends
+emit(kind="tool_call", tool="bash", tool_id="t1", tool_input={"command": "sleep 2.5"})
+emit(kind="tool_result", tool_id="t1", text="")
+emit(kind="end")
+"""
+    result = run_agent(SilentToolProvider(program), request_for(workdir), launcher,
+                       timeouts=SimpleNamespace(inactivity_seconds=0.8, tool_seconds=30, run_seconds=60))
+    assert result.stopped is None and result.ok, result.error
+
+
+def test_an_unannounced_tool_is_bounded_by_tool_seconds_and_named(launcher, workdir):
+    program = PRELUDE + """
+time.sleep(0.6)  # the CLI starts up
+emit(kind="start")
+subprocess.run(["sh", "-c", "sleep 30; echo late"])
+"""
+    result = run_agent(SilentToolProvider(program), request_for(workdir), launcher,
+                       timeouts=SimpleNamespace(inactivity_seconds=1.0, tool_seconds=2.0, run_seconds=60))
+    assert result.stopped == "tool_timeout", result.error
+    assert result.running == "a tool was running (`sleep 30; echo late`)"
+    assert result.seconds < 10
+
+
+def test_a_process_left_by_an_earlier_step_is_no_tool_at_work(launcher, workdir):
+    """A server an earlier step left in the background does not keep a silent (hung) agent alive."""
+    program = PRELUDE + """
+emit(kind="start")
+subprocess.Popen(["sleep", "60"])  # left running by a tool of the first step
+time.sleep(0.1)
+emit(kind="tool_call", tool="bash", tool_id="t1", tool_input={"command": "server &"})
+emit(kind="tool_result", tool_id="t1", text="")
+emit(kind="start")  # the next step: the model never answers
+time.sleep(30)
+"""
+    result = run_agent(SilentToolProvider(program), request_for(workdir), launcher,
+                       timeouts=SimpleNamespace(inactivity_seconds=0.8, tool_seconds=30, run_seconds=60))
+    assert result.stopped == "inactivity_timeout" and "no tool call was running" in result.error

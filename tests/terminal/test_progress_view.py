@@ -66,6 +66,29 @@ def test_token_counts_from_each_cli_and_their_totals():
     assert "1.1k in / 24 out tokens · $0.7500" in _status(progress)
 
 
+def test_every_opencode_step_counts_its_tokens_and_cost():
+    """opencode reports each model request of its loop as a `step_finish` (reason `tool-calls`), and
+    only the last one with reason `stop`: the totals are the sum of all of them (issue 24)."""
+    from gtd.providers.opencode import OpencodeProvider
+
+    def step(reason: str, n: int) -> str:
+        return json.dumps({"type": "step_finish", "sessionID": "ses_1", "part": {
+            "reason": reason, "type": "step-finish", "cost": 0.01 * n,
+            "tokens": {"total": 1010 * n, "input": 1000 * n, "output": 10 * n, "reasoning": 0,
+                       "cache": {"write": 0, "read": 0}}}})
+
+    provider, progress = OpencodeProvider(), _progress()
+    events = [e for line in (step("tool-calls", 1), step("tool-calls", 2), step("stop", 3))
+              for e in provider.parse_line(line)]
+    assert [e.kind for e in events] == [EventKind.USAGE, EventKind.USAGE, EventKind.END]
+    assert provider.outcome(0, events).ok
+    for event in events:
+        progress.event(event)
+    assert (progress.usage.input, progress.usage.output) == (6000, 60)
+    assert round(progress.usage.cost_usd, 6) == 0.06
+    assert "6.0k in / 60 out tokens · $0.0600" in _status(progress)
+
+
 def test_a_clis_retry_is_carried_in_jsonl_as_an_api_retry_event_from_the_cli():
     events = io.StringIO()
     progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False, events=events)
@@ -87,3 +110,32 @@ def test_the_status_shows_the_level_the_person_raised_the_phase_to():
     progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
     progress.audited({"event": "test_run", "phase": "build", "level": "network", "exit_code": 0})
     assert "build · network · opencode" in _status(progress)
+
+
+def test_a_grep_call_shows_its_pattern_and_where_it_looks():
+    """Issue 24: a Grep line showed only its path; the pattern is what it is about."""
+    out = io.StringIO()
+    progress = Progress(SafeConsole(file=out, width=200, color_system=None), live=False)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="claude")
+    progress.event(AgentEvent(EventKind.TOOL_CALL, tool="Grep", tool_id="1",
+                              tool_input={"pattern": "def add\\(", "path": "src", "output_mode": "content"}))
+    assert "Grep def add\\( in src" in out.getvalue()
+    assert "▶ Grep: def add\\( in src" in _status(progress)
+    progress.event(AgentEvent(EventKind.TOOL_CALL, tool="grep", tool_id="2", tool_input={"pattern": "TODO"}))
+    assert "grep TODO\n" in out.getvalue()
+
+
+def test_with_tokens_the_status_line_keeps_ctrl_c_at_120_columns():
+    """Issue 24: the item and token counts pushed "Ctrl-C to stop" off a 120-column line; now the item
+    is shortened first (then the tokens, then level and provider), and the line fits."""
+    progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False)
+    progress.phase("build", item="Add a streaming parser for the vendor's CSV exports with per-column type "
+                   "inference", level="readwrite", provider="opencode")
+    progress.event(AgentEvent(EventKind.END, usage={"input": 32_200, "output": 6_800}, cost_usd=0.1234))
+    for width, kept in ((120, "build · readwrite · opencode · Add a streaming"), (80, "build · "), (60, "build · ")):
+        out = io.StringIO()
+        SafeConsole(file=out, width=width, color_system=None).print(progress._render())
+        line = out.getvalue().splitlines()[0]
+        assert line.endswith("Ctrl-C to stop") and len(line) < width, (width, line)
+        assert kept in line and "00:0" in line, (width, line)
+    assert "32.2k in / 6.8k out tokens · $0.1234" in _status(progress)  # wide enough: all of it
