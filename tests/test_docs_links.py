@@ -86,3 +86,14 @@ def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path, monkeypatch)
         "page.md:5: other.md#nope: no heading with this anchor in other.md",
         "page.md:5: #there: no heading with this anchor in page.md",
     ]
+
+
+def test_the_readme_stays_short_and_opens_with_the_two_commands():
+    """Issue 25: a cold reader finds install and a first run; detail lives in docs/."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move detail into docs/"
+    assert lines[0] == "```sh" and lines[3] == "```"
+    assert lines[1].startswith("scripts/demo ") and lines[2].startswith("scripts/test ")
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", "\n".join(lines)))
+    topics = {"security-model.md", "config.md", "providers.md", "troubleshooting.md", "migrating-from-gtd.md"}
+    assert topics <= linked, f"the README links the issue's topics: {topics - linked} missing"
