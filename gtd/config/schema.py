@@ -133,7 +133,8 @@ class GtdConfig(ConfigModel):
     models: PhaseModels = Field(default_factory=PhaseModels)
     script: str | None = Field(None, description="Script for the `scripted` provider (path); default: the embedded demo.")
     test_command: str | None = Field(None, description="Shell command run after each build step; non-zero exit = failure.")
-    test_timeout_seconds: int = Field(900, gt=0)
+    test_timeout_seconds: int = Field(900, gt=0, description="Time limit for one run of the test command; a run that "
+                                      "takes longer fails (time waiting for your answer never counts).")
     test_retries: int = Field(3, ge=0, description="Times the agent is re-prompted with test failures per item.")
     plan_retries: int = Field(2, ge=0, description="Times the agent is re-prompted when TODO.md is malformed.")
     max_build_steps: int = Field(50, gt=0, description="Hard cap on build steps in one `gtd build`.")
