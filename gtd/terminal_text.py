@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 # Compiled at first use (~1 ms; `gtd sandbox run` usually prints nothing of its own).
 @functools.cache
 def _unsafe(one_line: bool = False) -> re.Pattern:
-    if one_line:
-        return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+    if one_line:  # also the Unicode line and paragraph separators, which rich breaks a line at
+        return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
     return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 

@@ -29,15 +29,28 @@ LABELS = {"o": "allow [b]o[/b]nce", "n": "run this phase at [b]n[/b]etwork (this
 
 
 def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
+    """The request in a panel. Every value but gtd's own labels names what the agent chose (a path, a host,
+    its tool call): it is one line, its newlines and other controls shown as escapes, and a value too long for
+    the terminal wraps in its own column, indented past the labels, so no part of it can pass for a line of gtd's."""
+    from rich.console import Group
+    from rich.table import Table
+
+    def grid(*rows: tuple[str, str]) -> Table:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
+        for label, value in rows:
+            table.add_row(label, value)
+        return table
+
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
-    # Every part but gtd's own labels names what the agent chose (a path, a host, its tool call): each is
-    # one line, its newlines and other controls shown as escapes, so none can fake a line of the panel.
-    body = (f"[bold]{markup(request.summary(), one_line=True)}[/bold]\n"
-            f"why: {markup(request.reason, one_line=True)}\n\n"
-            f"[dim]project (.gtdrc.json, committed):[/dim] {markup(project_rule, one_line=True)}\n"
-            f"[dim]user config:[/dim]                     {markup(user_rule, one_line=True)}")
-    console.print(Panel(body, title=markup(title, one_line=True), border_style="yellow", expand=False))
+    asked = grid(("blocked:", f"[bold]{markup(request.summary(), one_line=True)}[/bold]"),
+                 ("why:", markup(request.reason, one_line=True)))
+    rules = grid(("[dim]project (.gtdrc.json, committed):[/dim]", markup(project_rule, one_line=True)),
+                 ("[dim]user config:[/dim]", markup(user_rule, one_line=True)))
+    console.print(Panel(Group(asked, "", rules), title=markup(title, one_line=True), border_style="yellow",
+                        expand=False))
 
 
 def ask(console: Console, request: EscalationRequest, repo_root: Path, *, allow_once: bool = True,

@@ -271,9 +271,18 @@ def linked_worktree_git_dirs(workspace: Path) -> list[tuple[Path, Path]]:
     return [(gitdir, spelled), (common, Path(os.path.normpath(_expand(pointer, spelled, Path.home()))))]
 
 
+def _resolved(path: Path) -> Path:
+    """The path resolved, for telling the same git dir or config apart; as spelled when gtd may not resolve
+    it (/proc/1/root/...): it is still protected as spelled, and a start never dies of it."""
+    try:
+        return path.resolve()
+    except OSError:
+        return Path(os.path.normpath(path))
+
+
 def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path], state: GitState) -> list[Path]:
     """Hooks, config, hooksPath dirs and config includes of one git dir, then its submodules/worktrees."""
-    key = gitdir.resolve()
+    key = _resolved(gitdir)
     if key in seen:
         return []
     seen.add(key)
@@ -292,8 +301,8 @@ def _gitdir_protected(gitdir: Path, worktree: Path, home: Path, seen: set[Path],
         for inc in includes:
             inc_path = _expand(inc, cfg.parent, home)
             found.append(inc_path)
-            if inc_path not in configs and inc_path.resolve() not in seen:
-                seen.add(inc_path.resolve())
+            if inc_path not in configs and _resolved(inc_path) not in seen:
+                seen.add(_resolved(inc_path))
                 configs.append(inc_path)
     for sub in ("modules", "worktrees"):
         base = gitdir / sub

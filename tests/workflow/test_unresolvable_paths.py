@@ -66,3 +66,15 @@ def test_resolving_an_unresolvable_path_is_a_refusal(repo):
     assert resolve_write_target(repo, "a/b") == repo.resolve() / "a" / "b"  # an ordinary path still resolves
     with pytest.raises(UnsafeWorkspacePath):
         resolve_write_target(repo, "../outside")
+
+
+def test_a_git_config_include_gtd_cannot_resolve_does_not_stop_the_sandbox_start(repo):
+    """An include path in a git config the start reads (to protect what git runs) that leads where gtd may
+    not resolve: it stays protected as spelled, and the sandbox still starts."""
+    if not _cannot_resolve_here():
+        pytest.skip("this machine lets the test resolve /proc/1/root")
+    with open(repo / ".git" / "config", "a") as config:
+        config.write(f"[include]\n\tpath = {HIDDEN}\n")
+    done = subprocess.run([*without_ptrace(), sys.executable, "-m", "gtd", "sandbox", "run", "--level", "readwrite",
+                           "--", "true"], cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, explain(done)
