@@ -57,35 +57,47 @@ def forget() -> None:
 
 def find(top: Path) -> Iterator[tuple[str, str]]:
     """(path relative to `top`, kind) of every special file below `top`, never through a symlink,
-    never inside a `.git`. A directory that cannot be opened is skipped (gitguard deals with those)."""
+    never inside a `.git`. One directory is open at a time (a node_modules holds thousands of siblings):
+    each is opened by its path from the root's descriptor, O_NOFOLLOW, and must still be the directory
+    listed (its inode), so a symlink swapped in on the way is not followed. A directory that cannot be
+    opened is skipped (gitguard deals with those)."""
     try:
         root = os.open(os.path.realpath(top), _DIR_FLAGS)
     except OSError:
         return
-    stack: list[tuple[int, str]] = [(root, "")]
-    while stack:
-        fd, rel = stack.pop()
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    if entry.name == ".git":
-                        continue
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
-                            stack.append((sub, os.path.join(rel, entry.name)))
+    try:
+        stack: list[tuple[str, int | None]] = [("", None)]
+        while stack:
+            rel, inode = stack.pop()
+            try:
+                fd = os.open(rel, _DIR_FLAGS, dir_fd=root) if rel else os.dup(root)
+            except OSError:
+                continue
+            try:
+                if inode is not None and os.fstat(fd).st_ino != inode:
+                    continue  # not the directory listed: swapped meanwhile (or a mount point)
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.name == ".git":
                             continue
-                        if entry.is_file(follow_symlinks=False) or entry.is_symlink():
-                            continue  # from the listing's d_type: no stat for the usual entry
-                        what = kind(entry.stat(follow_symlinks=False).st_mode)
-                    except OSError:
-                        continue
-                    if what is not None:
-                        yield os.path.join(rel, entry.name), what
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+                        path = os.path.join(rel, entry.name)
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append((path, entry.inode()))
+                                continue
+                            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                                continue  # from the listing's d_type: no stat for the usual entry
+                            what = kind(entry.stat(follow_symlinks=False).st_mode)
+                        except OSError:
+                            continue
+                        if what is not None:
+                            yield path, what
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root)
 
 
 def _move(top: Path, rel: str, into: Path) -> str:
