@@ -148,7 +148,7 @@ def sweep(top: Path) -> list[tuple[str, str, str]]:
 
     from gtd import paths
     from gtd.audit import AuditLog
-    from gtd.terminal_text import visible
+    from gtd.terminal_text import visible, write
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     into = paths.project_state_dir(top) / "quarantine" / stamp
@@ -162,7 +162,6 @@ def sweep(top: Path) -> list[tuple[str, str, str]]:
         done.append((rel, what, happened))
         audit.record("special_file", path=rel, kind=what, result=happened,
                      why="host git would wait on it for ever (it opens .gitignore, .gitattributes, .mailmap, ...)")
-        sys.stderr.write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, which host git would wait on "
-                         f"for ever: {visible(happened, one_line=True)}\n")
-    sys.stderr.flush()
+        write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, which host git would wait on "
+              f"for ever: {visible(happened, one_line=True)}\n", stream=sys.stderr)
     return done
