@@ -133,6 +133,9 @@ def _move(top: Path, rel: str, into: Path) -> str:
         os.close(root)
 
 
+_WHY = "git opens .gitignore, .gitattributes, .mailmap and the files it hashes: a FIFO would make it wait for ever"
+
+
 def sweep(top: Path) -> list[tuple[str, str, str]]:
     """Move every special file out of the work tree at `top` (unless swept since the last session
     closed), report each, and return (path, kind, what happened) for each."""
@@ -160,8 +163,7 @@ def sweep(top: Path) -> list[tuple[str, str, str]]:
         except OSError as exc:
             happened = f"COULD NOT MOVE OR REMOVE ({exc.strerror}): remove it before running git here"
         done.append((rel, what, happened))
-        audit.record("special_file", path=rel, kind=what, result=happened,
-                     why="host git would wait on it for ever (it opens .gitignore, .gitattributes, .mailmap, ...)")
-        write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, which host git would wait on "
-              f"for ever: {visible(happened, one_line=True)}\n", stream=sys.stderr)
+        audit.record("special_file", path=rel, kind=what, result=happened, why=_WHY)
+        write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, moved out before host git runs "
+              f"({_WHY}): {visible(happened, one_line=True)}\n", stream=sys.stderr)
     return done
