@@ -75,7 +75,8 @@ TABLE: tuple[ProtectedName, ...] = (
                    *_each(("commitlint.config",), (*_JS, *_TS)))),
     ProtectedName("mise", "[hooks], [env] and tasks of a trusted config on `cd`; tool versions (`path:` ones run)",
                   ("mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", ".config/mise",
-                   ".config/mise.toml", "mise/config.toml", "mise/config.local.toml", "mise/conf.d")),
+                   ".config/mise.toml", ".config/mise.local.toml", "mise/config.toml", "mise/config.local.toml",
+                   ".rtx.toml", ".rtx.local.toml")),  # mise's LOCAL_CONFIG_FILENAMES (src/config/mod.rs)
     ProtectedName("mise, asdf", "tool versions: `path:` versions are run from where they point", (".tool-versions",)),
     # agent CLIs, in every directory of the work tree
     ProtectedName("Claude Code", "settings (hooks, permissions), MCP servers", (".claude", ".mcp.json", "CLAUDE.local.md"),
