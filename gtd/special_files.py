@@ -57,35 +57,47 @@ def forget() -> None:
 
 def find(top: Path) -> Iterator[tuple[str, str]]:
     """(path relative to `top`, kind) of every special file below `top`, never through a symlink,
-    never inside a `.git`. A directory that cannot be opened is skipped (gitguard deals with those)."""
+    never inside a `.git`. One directory is open at a time (a node_modules holds thousands of siblings):
+    each is opened by its path from the root's descriptor, O_NOFOLLOW, and must still be the directory
+    listed (its inode), so a symlink swapped in on the way is not followed. A directory that cannot be
+    opened is skipped (gitguard deals with those)."""
     try:
         root = os.open(os.path.realpath(top), _DIR_FLAGS)
     except OSError:
         return
-    stack: list[tuple[int, str]] = [(root, "")]
-    while stack:
-        fd, rel = stack.pop()
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    if entry.name == ".git":
-                        continue
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
-                            stack.append((sub, os.path.join(rel, entry.name)))
+    try:
+        stack: list[tuple[str, int | None]] = [("", None)]
+        while stack:
+            rel, inode = stack.pop()
+            try:
+                fd = os.open(rel, _DIR_FLAGS, dir_fd=root) if rel else os.dup(root)
+            except OSError:
+                continue
+            try:
+                if inode is not None and os.fstat(fd).st_ino != inode:
+                    continue  # not the directory listed: swapped meanwhile (or a mount point)
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.name == ".git":
                             continue
-                        if entry.is_file(follow_symlinks=False) or entry.is_symlink():
-                            continue  # from the listing's d_type: no stat for the usual entry
-                        what = kind(entry.stat(follow_symlinks=False).st_mode)
-                    except OSError:
-                        continue
-                    if what is not None:
-                        yield os.path.join(rel, entry.name), what
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+                        path = os.path.join(rel, entry.name)
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append((path, entry.inode()))
+                                continue
+                            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                                continue  # from the listing's d_type: no stat for the usual entry
+                            what = kind(entry.stat(follow_symlinks=False).st_mode)
+                        except OSError:
+                            continue
+                        if what is not None:
+                            yield path, what
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root)
 
 
 def _move(top: Path, rel: str, into: Path) -> str:
@@ -121,6 +133,9 @@ def _move(top: Path, rel: str, into: Path) -> str:
         os.close(root)
 
 
+_WHY = "git opens .gitignore, .gitattributes, .mailmap and the files it hashes: a FIFO would make it wait for ever"
+
+
 def sweep(top: Path) -> list[tuple[str, str, str]]:
     """Move every special file out of the work tree at `top` (unless swept since the last session
     closed), report each, and return (path, kind, what happened) for each."""
@@ -136,7 +151,7 @@ def sweep(top: Path) -> list[tuple[str, str, str]]:
 
     from gtd import paths
     from gtd.audit import AuditLog
-    from gtd.terminal_text import visible
+    from gtd.terminal_text import visible, write
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     into = paths.project_state_dir(top) / "quarantine" / stamp
@@ -148,9 +163,7 @@ def sweep(top: Path) -> list[tuple[str, str, str]]:
         except OSError as exc:
             happened = f"COULD NOT MOVE OR REMOVE ({exc.strerror}): remove it before running git here"
         done.append((rel, what, happened))
-        audit.record("special_file", path=rel, kind=what, result=happened,
-                     why="host git would wait on it for ever (it opens .gitignore, .gitattributes, .mailmap, ...)")
-        sys.stderr.write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, which host git would wait on "
-                         f"for ever: {visible(happened, one_line=True)}\n")
-    sys.stderr.flush()
+        audit.record("special_file", path=rel, kind=what, result=happened, why=_WHY)
+        write(f"gtd: {visible(rel, one_line=True)} is {what} in the work tree, moved out before host git runs "
+              f"({_WHY}): {visible(happened, one_line=True)}\n", stream=sys.stderr)
     return done

@@ -13,163 +13,25 @@ import os
 import re
 from pathlib import Path
 
-from gtd.config.original import PROJECT_FILES as ORIGINAL_PROJECT_FILES, SCRIPT_FILES as ORIGINAL_SCRIPT_FILES
+from gtd.sandbox import protected_names
 from gtd.sandbox.containment import strictly_inside
 from gtd.sandbox.gitguard import BARE, UNREADABLE, GitState, work_tree_dirs
 from gtd.workspace_files import read_metadata_text
 
-# Shell start-up files: the host's next shell runs them.
-SHELL_RC_NAMES = (
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".profile",
-)
-
-# Git hook managers, in every spelling they read: the hook the host's next commit runs executes
-# whatever these name. package.json keys (simple-git-hooks, yorkie, ghooks, husky v4) are *not*
-# protected: the agent edits package.json for ordinary work, and those managers only install hooks
-# into the (read-only) git dir when the host runs `npm install` -- see the README's residual risks.
-_LEFTHOOK_STEMS = ("lefthook", ".lefthook", "lefthook-local", ".lefthook-local", ".config/lefthook")
-HOOK_MANAGER_NAMES = (
-    ".husky",
-    ".githooks", ".git-hooks",  # the usual core.hooksPath directories, configured or not
-    *(f"{stem}.{ext}" for stem in _LEFTHOOK_STEMS for ext in ("yml", "yaml", "json", "jsonc", "toml")),
-    ".lefthook", ".lefthook-local",  # lefthook's script dirs
-    ".pre-commit-config.yaml", ".pre-commit-config.yml", ".pre-commit-hooks.yaml",
-    *(f"{p}simple-git-hooks.{ext}" for p in (".", "") for ext in ("js", "cjs", "mjs", "json")),
-    ".overcommit.yml",
-    # run by those hooks: lint-staged and commitlint configs are executed (JS) or name commands
-    ".lintstagedrc", *(f".lintstagedrc.{ext}" for ext in ("json", "yaml", "yml", "js", "cjs", "mjs")),
-    *(f"lint-staged.config.{ext}" for ext in ("js", "cjs", "mjs", "ts")),
-    ".commitlintrc", *(f".commitlintrc.{ext}" for ext in ("json", "yaml", "yml", "js", "cjs", "mjs", "ts", "cts")),
-    *(f"commitlint.config.{ext}" for ext in ("js", "cjs", "mjs", "ts", "cts")),
-)
-
-# Agent CLIs' project config (settings, hooks, MCP servers, commands they run), whether or not the
-# CLI is installed: a later unsandboxed session of that CLI trusts them.
-AGENT_CONFIG_NAMES = (
-    ".claude", ".mcp.json", "CLAUDE.local.md",  # Claude Code
-    "opencode.json", "opencode.jsonc", ".opencode",  # opencode
-    ".pi",  # pi
-    ".codex", "AGENTS.override.md",  # Codex CLI (AGENTS.override.md replaces AGENTS.md for it)
-    ".gemini",  # Gemini CLI
-    ".cursor",  # Cursor
-    ".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json",  # aider (lint/test cmds)
-    ".continue", ".windsurf", ".amazonq", ".kiro", ".roo", ".junie", ".goose",
-)
-
+# The names come from one maintained table (protected_names.py), each entry naming the host tool and what
+# it runs. package.json keys (simple-git-hooks, yorkie, ghooks, husky v4) are *not* protected: the agent
+# edits package.json for ordinary work, and those managers only install hooks into the (read-only) git
+# dir when the host runs `npm install` -- see the README's residual risks.
+SHELL_RC_NAMES = protected_names.SHELL_RC_NAMES
+HOOK_MANAGER_NAMES = tuple(dict.fromkeys(n for tool in protected_names.HOOK_MANAGERS
+                                         for n in protected_names.names(protected_names.REPO, tool=tool)))
+# Agent CLIs' project config (settings, hooks, MCP servers, commands they run), whether or not the CLI is
+# installed, in every directory of the work tree: a later unsandboxed session of that CLI trusts them.
+AGENT_CONFIG_NAMES = protected_names.names(protected_names.ANY_DIR)
 # Relative to the workspace root (and any nested repository's work tree).
-REPO_PROTECTED_NAMES = (
-    ".gitmodules",
-    *SHELL_RC_NAMES,
-    ".gitconfig",
-    ".ripgreprc",
-    ".envrc",  # direnv runs it on the host on `cd`
-    ".exrc",  # vim/neovim with 'exrc' source these from the directory they start in
-    ".vimrc",
-    ".nvimrc",
-    ".nvim.lua",
-    ".lvimrc",
-    ".vscode",
-    ".idea",
-    ".zed",
-    ".devcontainer",
-    ".gtdrc.json",
-    # the original gtd's project files, read under .gtdrc.json (a script one makes gtd refuse to run)
-    *ORIGINAL_PROJECT_FILES, *ORIGINAL_SCRIPT_FILES,
-    *HOOK_MANAGER_NAMES,
-    *AGENT_CONFIG_NAMES,
-    # mise runs [hooks]/[env] of a trusted config on `cd`
-    "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", ".config/mise",
-)
-
+REPO_PROTECTED_NAMES = protected_names.names(protected_names.REPO, protected_names.ANY_DIR)
 # Relative to HOME: only matters where a config layer or provider makes part of HOME writable.
-HOME_PROTECTED_NAMES = (
-    *SHELL_RC_NAMES,
-    ".inputrc",
-    ".gitconfig",
-    ".config/git",
-    ".ssh",
-    ".vimrc",
-    ".config/nvim",
-    ".emacs",
-    ".emacs.d",
-    ".config/Code/User",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".claude/hooks",
-    ".claude/plugins",
-    ".claude/commands",
-    ".claude/agents",
-    ".claude/skills",
-    ".config/opencode",
-    ".pi/agent/settings.json",
-    ".pi/agent/models.json",
-    ".pi/agent/extensions",
-    ".pi/agent/hooks",
-    ".config/systemd",
-    ".config/autostart",
-    ".local/bin",
-    # Run or trusted by the host later, should a config layer or provider make their parent writable:
-    ".claude.json",  # per-project MCP servers = commands Claude runs
-    ".claude/CLAUDE.md",  # instructions for every later Claude session, sandboxed or not
-    ".claude/output-styles",
-    ".pi/agent/AGENTS.md",
-    ".local/lib",  # user site-packages: a .pth file runs in every Python on the host
-    ".local/share/systemd",
-    ".local/share/applications",
-    ".config/environment.d",
-    ".config/fish",
-    ".config/direnv",
-    ".config/pip",
-    ".pip",
-    ".config/uv",
-    ".pydistutils.cfg",
-    ".ipython",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".bunfig.toml",
-    ".cargo/config",
-    ".cargo/config.toml",
-    ".cargo/bin",
-    "go/bin",
-    ".curlrc",
-    ".wgetrc",
-    ".tmux.conf",
-    ".pam_environment",
-    ".xprofile",
-    ".xsessionrc",
-    ".xinitrc",
-    ".xsession",
-    ".git",  # a repository at ~ (dotfiles): its hooks and config run on every git command below ~
-    ".bash_completion", ".bash_completion.d", ".local/share/bash-completion", ".config/bash_completion",
-    ".bash_aliases", ".bashrc.d", ".profile.d", ".zshrc.d", ".config/zsh", ".oh-my-zsh", ".zprezto", ".zinit",
-    ".local/share/zinit", ".zplug", ".antigen", ".bash_it", ".p10k.zsh", ".config/starship.toml",
-    ".config/nushell", ".config/powershell", ".xonshrc", ".direnvrc",
-    "bin", ".bin",  # on PATH through the default ~/.profile
-    ".tmux", ".config/tmux", ".screenrc",
-    ".vim", ".config/vim", ".local/share/nvim", ".emacs.el", ".config/emacs", ".doom.d", ".config/doom",
-    ".config/helix", ".config/zed", ".vscode", ".vscode-server", ".cursor", ".nanorc",
-    ".gdbinit", ".config/gdb", ".lldbinit", ".irbrc", ".pryrc", ".Rprofile", ".psqlrc", ".jupyter",
-    # version managers: shims and init scripts the host's shell puts first on PATH
-    ".pyenv/shims", ".pyenv/bin", ".pyenv/libexec", ".pyenv/plugins", ".pyenv/version",
-    ".rbenv/shims", ".rbenv/bin", ".rbenv/plugins", ".nodenv/shims", ".goenv/shims", ".jenv",
-    ".nvm/nvm.sh", ".nvm/bash_completion", ".nvm/alias",
-    ".asdf/shims", ".asdf/bin", ".asdf/lib", ".asdf/plugins", ".asdf/asdf.sh", ".tool-versions", ".asdfrc",
-    ".volta/bin", ".local/share/mise", ".config/mise", ".sdkman/bin", ".sdkman/etc",
-    ".cargo/env", ".rustup/settings.toml", ".deno/bin", ".bun/bin", ".local/share/pnpm", ".yarn/bin",
-    ".rye/shims", ".pixi/bin", ".nix-profile",
-    ".npmrc", ".gemrc", ".bundle/config", ".condarc", ".gradle/init.d", ".gradle/init.gradle",
-    ".gradle/init.gradle.kts", ".sbt", ".git-templates", ".git_template",
-    ".config/i3", ".config/sway", ".config/hypr", ".config/plasma-workspace/env",
-    ".codex", ".gemini", ".aider.conf.yml", ".continue", ".codeium", ".kiro", ".config/goose",
-)
+HOME_PROTECTED_NAMES = protected_names.names(protected_names.HOME)
 
 # Each git dir is protected *as a whole*: everything host git reads there, existing or not (hooks,
 # config, history, refs and `refs/replace` also in packed-refs, shallow, info/grafts, info/exclude,

@@ -199,21 +199,26 @@ def commit_all(repo: Path, message: str, *, allow_empty: bool = False, leave_out
     from gtd.workflow.unsafe import left_out_earlier
 
     _ask_identity(repo)
-    git(repo, "add", "-A")
     names = [*(leave_out or []), *left_out_earlier(repo)]
+    staged = set(_added(repo)) if names else set()  # new files the person staged: theirs to commit
+    git(repo, "add", "-A")
     if names:
-        _unstage_new(repo, names)
+        _unstage_new(repo, names, keep=staged)
     return _commit(repo, message, allow_empty=allow_empty)
 
 
-def _unstage_new(repo: Path, names: list[str]) -> None:
+def _added(repo: Path) -> list[str]:
+    """The files the index adds (HEAD does not hold them)."""
+    return [p for p in git(repo, "diff", "--cached", "--no-renames", "--name-only", "--diff-filter=A", "-z").split("\0") if p]
+
+
+def _unstage_new(repo: Path, names: list[str], keep: set[str] = frozenset()) -> None:
     """Take out of the index the files it adds (not in HEAD) that are among `names` or below one of them
-    (a name ending in "/" is a directory). The names are the agent's: matched as strings, never as
-    pathspecs (the files are handed to git with --literal-pathspecs)."""
-    added = [p for p in git(repo, "diff", "--cached", "--no-renames", "--name-only", "--diff-filter=A", "-z").split("\0") if p]
+    (a name ending in "/" is a directory), but those in `keep`. The names are the agent's: matched as
+    strings, never as pathspecs (the files are handed to git with --literal-pathspecs)."""
     files = set(names)
     dirs = tuple(name for name in files if name.endswith("/"))
-    out = [p for p in added if p in files or p.startswith(dirs)]
+    out = [p for p in _added(repo) if (p in files or p.startswith(dirs)) and p not in keep]
     if out:
         _run(repo, ["--literal-pathspecs", "rm", "-q", "--cached", "--pathspec-from-file=-", "--pathspec-file-nul"],
              input="\0".join(out).encode("utf-8", "surrogateescape"), capture_output=True, check=True)

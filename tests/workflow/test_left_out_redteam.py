@@ -83,3 +83,18 @@ def test_a_build_leaves_generated_fixtures_out_visibly_and_keeps_the_tracked_tes
     # the next run neither takes them for the person's edits nor stops on them, nor commits them
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
     assert status["pending_edits"] is None
+
+
+def test_a_left_out_file_the_person_stages_is_committed(repo):
+    """gtd remembers what a build left out; once the person `git add`s one of them, it is theirs to commit."""
+    from gtd.workflow.unsafe import remember_left_out
+
+    (repo / "gen").mkdir()
+    for i in range(2):
+        (repo / "gen" / f"f{i}.json").write_text("{}\n")
+    remember_left_out(repo, ["gen/f0.json", "gen/f1.json"])
+    assert gitops.commit_all(repo, "nothing new") is None  # both still left out
+    git(repo, "add", "gen/f1.json")
+    sha = gitops.commit_all(repo, "fix")
+    assert gitops.commit_files(repo, sha) == ["A\tgen/f1.json"]
+    assert [(c.status, c.path) for c in gitops.changes(repo)] == [("??", "gen/f0.json")]

@@ -109,3 +109,22 @@ def test_a_git_run_that_waits_ends_in_an_error_naming_it(repo, monkeypatch):
     git(repo, "config", "mailmap.file", ".git/people")  # the person's config: `git log` reads it
     with pytest.raises(GtdError, match=r"git log -5 --format=%s did not finish within 2 s"):
         gitops.subjects(repo, 5)
+
+
+def test_a_wide_tree_is_swept_whole(repo):
+    """node_modules holds thousands of sibling directories: the sweep holds one open at a time, so none is
+    skipped for want of file descriptors."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for i in range(300):
+        (repo / "node_modules" / f"p{i}").mkdir(parents=True)
+        os.mkfifo(repo / "node_modules" / f"p{i}" / ".gitattributes")
+    special_files.forget()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        moved = special_files.sweep(repo)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert sorted(path for path, _, _ in moved) == sorted(f"node_modules/p{i}/.gitattributes" for i in range(300))
+    assert not any((repo / "node_modules" / f"p{i}" / ".gitattributes").exists() for i in range(300))

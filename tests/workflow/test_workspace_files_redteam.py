@@ -115,11 +115,14 @@ def test_fifo_todo_md_fails_at_once_instead_of_hanging(repo):
     commit_all(repo, "configure gtd")
     os.mkfifo(repo / "TODO.md")
 
-    # Before the fix gtd blocked forever opening the FIFO: the timeout turns that into a failure.
+    # Before the fix gtd blocked forever opening the FIFO: the timeout turns that into a failure. Since
+    # issue 22 the FIFO does not reach the read: host git's sweep moves it out of the work tree first and
+    # says so (workspace_files' own refusal of a FIFO is tested in tests/workspace).
     result = run_gtd(cwd=repo, timeout=60)
 
-    assert result.returncode == 1, explain(result)
-    assert "TODO.md is a FIFO; gtd only reads and writes regular files in the workspace" in result.stderr
+    assert "gtd: TODO.md is a FIFO in the work tree, moved out before host git runs" \
+        in result.stderr, explain(result)
+    assert not os.path.lexists(repo / "TODO.md") and "no TODO.md" in result.stderr
 
 
 def test_script_named_by_a_project_config_is_a_regular_file_or_an_error(repo, tmp_path):
