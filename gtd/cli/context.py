@@ -152,7 +152,12 @@ def run_context(options: RunOptions):
     if options.level is not None:
         audit.record("level_override", level=options.level.value, source="command line")
     audit.record("run", command=" ".join(sys.argv[1:]), provider=loaded.values["provider"], interactive=interactive)
-    return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
-                      escalator=escalator, audit=audit,
-                      progress=progress, reload_config=lambda: load(options),
-                      level_override=options.level)
+    ctx = RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
+                     escalator=escalator, audit=audit,
+                     progress=progress, reload_config=lambda: load(options),
+                     level_override=options.level)
+    if ctx.config.sandbox.escalation_policy == "auto":  # `prompt` never builds a reviewer: no model is asked
+        from gtd.escalation.reviewer import Reviewer
+
+        escalator.reviewer = Reviewer(lambda: ctx.config, lambda: ctx.provider, repo)
+    return ctx

@@ -31,8 +31,12 @@ LABELS = {"o": "allow [b]o[/b]nce", "n": "run this phase at [b]n[/b]etwork (this
 def render(console: Console, request: EscalationRequest, repo_root: Path, *, title: str) -> None:
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
+    review = request.review or {}
+    verdict = (f"[red]reviewer's verdict: {markup(str(review.get('decision')))}[/red] "
+               f"({markup(str(review.get('model') or 'its default model'))}): {markup(str(review.get('reason') or ''))}\n"
+               ) if review else ""
     body = (f"[bold]{markup(request.summary())}[/bold]\n"
-            f"why: {markup(request.reason)}\n\n"
+            f"why: {markup(request.reason)}\n{verdict}\n"
             f"[dim]project (.gtdrc.json, committed):[/dim] {markup(project_rule)}\n"
             f"[dim]user config:[/dim]                     {markup(user_rule)}")
     console.print(Panel(body, title=markup(title), border_style="yellow", expand=False))

@@ -34,6 +34,9 @@ class AgentRequest:
     # None = the agent may edit anything in the workspace; a list = only these paths
     # (relative to cwd), e.g. ["TODO.md"] in plan. The OS sandbox stays the real boundary.
     editable_paths: list[str] | None = None
+    # False: a one-shot answer with no tools at all, under this system prompt alone (the escalation reviewer,
+    # gtd/escalation/reviewer.py). Only providers with `answers_without_tools` can run such a request.
+    tools: bool = True
 
 
 @record
@@ -84,6 +87,8 @@ class Provider(ABC):
     executable: str
     # Tool names as they appear on the wire that must never run headless. Internal, not configurable.
     forbidden_tools: frozenset[str] = frozenset()
+    # Whether the CLI can run a request with tools=False (every tool switched off by its own flag).
+    answers_without_tools: bool = False
 
     def executable_path(self) -> str | None:
         return which(self.executable)
@@ -106,6 +111,10 @@ class Provider(ABC):
 
     # Model per phase from gtd's config (`models.<phase>`; None: the CLI's own default), set by the registry.
     models: dict[str, str | None] = {}
+
+    def for_review(self) -> "Provider":
+        """The provider the escalation reviewer runs: one whose state cannot disturb the agent's run."""
+        return self
 
     @abstractmethod
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
