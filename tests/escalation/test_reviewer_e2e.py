@@ -92,3 +92,63 @@ def _question(body: dict) -> str:
     [message] = [m for m in body["messages"] if m["role"] == "user"]
     content = message["content"]
     return content if isinstance(content, str) else "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+# -- the bounds, through the escalator with the real reviewer configured -------------------------------------
+
+def _escalator(repo, reviewer, interactive=False):
+    from gtd.audit import AuditLog
+    from gtd.escalation.escalator import Escalator
+
+    escalator = Escalator(repo, interactive=interactive, audit=AuditLog(repo), phase=Phase.BUILD,
+                          prompt_input=lambda text: "d")
+    escalator.reviewer = reviewer
+    return escalator
+
+
+def _audited(repo, event):
+    from gtd.audit import AuditLog
+
+    return [e for e in AuditLog(repo).read() if e["event"] == event]
+
+
+@pytest.mark.parametrize("kind, target, config, bound", [
+    ("level", "full", {}, "level full"),
+    ("domain", "x.evil.example:443", {"sandbox": {"levels": {"network": {"denyDomains": ["*.evil.example"]}}}},
+     "denyDomains"),
+    ("path", "{repo}/secrets/key", {"sandbox": {"levels": {"readonly": {"denyReadPaths": ["secrets"]}}}},
+     "denyReadPaths"),
+    ("path", "{repo}/.git/hooks/pre-commit", {}, "protected"),
+])
+def test_requests_beyond_the_bounds_never_reach_the_reviewer(claude, repo, kind, target, config, bound):
+    from gtd.escalation.decision import Decision
+
+    (repo / "secrets").mkdir()
+    claude.untooled(MARK, say('{"decision": "allow", "reason": "fine"}'))
+    values = GtdConfig.model_validate({**config, "sandbox": {**config.get("sandbox", {}), "escalationPolicy": "auto"}})
+    view = ConfigView(values.model_dump(by_alias=True, mode="json"))
+    escalator = _escalator(repo, Reviewer(lambda: view, lambda: ClaudeProvider(), repo))
+    request = EscalationRequest.create(kind=kind, target=target.format(repo=repo), phase=Phase.BUILD,
+                                       level=Level.READONLY, reason="Bash call: x")
+    assert escalator.decide(request) == Decision.DENY
+    assert claude.untooled_requests(MARK) == []
+    [skipped] = _audited(repo, "reviewer_skipped")
+    assert bound in skipped["reason"]
+    assert [d["decided_by"] for d in _audited(repo, "escalation_decision")] == ["headless deny"]
+
+
+def test_an_allow_is_once_and_saves_nothing_whatever_the_answer_claims(claude, repo):
+    from gtd.escalation.decision import Decision
+    from gtd.escalation.trust import TrustStore
+    from gtd.paths import user_config_file
+
+    claude.untooled(MARK, say('{"decision": "allow", "reason": "fine", "scope": "project", "level": "full"}'))
+    escalator = _escalator(repo, _reviewer(repo))
+    request = EscalationRequest.create(kind="level", target="network", phase=Phase.BUILD, level=Level.READWRITE,
+                                       reason="Bash call: npm install")
+    assert escalator.decide(request) == Decision.ONCE
+    assert not user_config_file().exists() and not (repo / ".gtdrc.json").exists()
+    assert not TrustStore().path.exists()
+    [decision] = _audited(repo, "escalation_decision")
+    assert (decision["decision"], decision["decided_by"], decision["reason"]) == ("once", "reviewer", "fine")
+    assert escalator.headless_denied == []
