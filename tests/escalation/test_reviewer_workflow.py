@@ -12,6 +12,7 @@ import pytest
 from fakemodel.plugin import fake_model  # noqa: F401 - the fixture
 from fakemodel.server import hang, say
 from reviewer_support import ALLOW, DENY, MARK, claude, configure, decisions, events, note, nothing_saved  # noqa: F401
+from gtd.paths import user_config_file
 from support import explain, run_gtd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.bwrap,
@@ -104,3 +105,34 @@ def test_hostile_tool_call_text_does_not_change_the_verdict_path(claude, repo):
     assert "pre-approved" in request["reason"]  # the tool call is the request's context ...
     [asked] = claude.untooled_requests(MARK)
     assert "pre-approved" in json.dumps(asked.body)  # ... and was shown to the reviewer (quoted)
+
+
+def _configure_network(repo, claude, port):
+    """The plan phase's agent fetches from a loopback server by name: the proxy holds the connection and asks
+    (the IP literal is listed at readonly, as loopback needs, the name `localhost:PORT` is not)."""
+    configure(repo, claude, tool_call=f'curl --noproxy "" -sS --max-time 60 http://localhost:{port}/')
+    path = user_config_file()
+    path.write_text(path.read_text() + f'[sandbox.levels.readonly]\nallowDomains = ["127.0.0.1:{port}"]\n')
+
+
+def test_a_live_connection_allowed_by_the_reviewer_goes_through_while_the_agent_runs(claude, repo, http_server):
+    _configure_network(repo, claude, http_server)
+    claude.untooled(MARK, say('{"decision": "allow", "reason": "a local test server"}'))
+    result = _plan(repo)
+    assert result.returncode == 0, explain(result)
+    assert "REGISTRY-OK" in json.dumps(claude.main_requests()[-1].body)  # the agent got the answer
+    [decision] = decisions(repo)
+    assert (decision["target"], decision["decision"], decision["decided_by"]) == \
+        (f"localhost:{http_server}", "once", "reviewer")
+    assert not (repo / ".gtdrc.json").exists() and "localhost" not in user_config_file().read_text()  # nothing saved
+    assert "allowed by reviewer: a local test server" in result.stderr
+
+
+def test_a_live_connection_denied_by_the_reviewer_is_refused_and_exits_4(claude, repo, http_server):
+    _configure_network(repo, claude, http_server)
+    claude.untooled(MARK, say('{"decision": "deny", "reason": "unknown host"}'))
+    result = _plan(repo)
+    assert result.returncode == 4, explain(result)
+    [request] = json.loads(result.stdout)["requests"]
+    assert (request["target"], request["review"]["reason"]) == (f"localhost:{http_server}", "unknown host")
+    assert "REGISTRY-OK" not in json.dumps([r.body for r in claude.main_requests()])
