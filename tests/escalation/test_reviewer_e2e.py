@@ -17,7 +17,8 @@ from gtd.config.view import ConfigView
 from gtd.escalation.request import EscalationRequest
 from gtd.escalation.reviewer import Reviewer
 from gtd.providers.claude import ClaudeProvider
-from providers.agents import point_at, require_cli
+from gtd.providers.registry import get_provider
+from providers.agents import SETUPS, point_at, require_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.bwrap,
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
@@ -34,12 +35,22 @@ def claude(monkeypatch, fake_model):
     return fake_model
 
 
-def _reviewer(repo, seconds=20, rules=("allow the npm registry",)):
-    config = ConfigView(GtdConfig.model_validate({"timeouts": {"reviewerSeconds": seconds},
+@pytest.fixture(params=["claude", "pi"])
+def cli(request, monkeypatch, fake_model):
+    """Each CLI that can answer without tools, pointed at the fake model: (name, model)."""
+    require_cli(request.param, monkeypatch)
+    point_at(fake_model, monkeypatch)
+    return request.param, SETUPS[request.param].model
+
+
+def _reviewer(repo, seconds=20, rules=("allow the npm registry",), cli=("claude", None)):
+    name, model = cli
+    config = ConfigView(GtdConfig.model_validate({"provider": name, "models": {"build": model},
+                                                  "timeouts": {"reviewerSeconds": seconds},
                                                   "sandbox": {"escalationPolicy": "auto",
                                                               "reviewer": {"rules": list(rules)}}}
                                                  ).model_dump(by_alias=True, mode="json"))
-    return Reviewer(lambda: config, lambda: ClaudeProvider(), repo)
+    return Reviewer(lambda: config, lambda: get_provider(name, config), repo)
 
 
 def _request(reason="Bash call: npm install left-pad"):
@@ -52,19 +63,19 @@ def _request(reason="Bash call: npm install left-pad"):
     ('{"decision": "deny", "reason": "not needed"}', "deny", "not needed"),
     ("I think it is probably fine.", None, "the reviewer's answer was not the JSON verdict"),
 ])
-def test_the_models_answer_is_the_verdict_or_none(claude, repo, answer, decision, reason):
-    claude.untooled(MARK, say(answer))
-    verdict = _reviewer(repo).review(_request())
+def test_the_models_answer_is_the_verdict_or_none(cli, fake_model, repo, answer, decision, reason):
+    fake_model.untooled(MARK, say(answer))
+    verdict = _reviewer(repo, cli=cli).review(_request())
     assert (verdict.decision, verdict.reason) == (decision, reason)
-    [asked] = claude.untooled_requests(MARK)
+    [asked] = fake_model.untooled_requests(MARK)
     assert not asked.body.get("tools")  # one-shot, no tools offered to the model
     assert "allow the npm registry" in json.dumps(asked.body)  # the person's rules reach it
 
 
-def test_a_model_that_does_not_answer_in_time_gives_no_verdict_without_a_hang(claude, repo):
-    claude.untooled(MARK, hang(60))
+def test_a_model_that_does_not_answer_in_time_gives_no_verdict_without_a_hang(cli, fake_model, repo):
+    fake_model.untooled(MARK, hang(60))
     started = time.monotonic()
-    verdict = _reviewer(repo, seconds=4).review(_request())
+    verdict = _reviewer(repo, seconds=4, cli=cli).review(_request())
     assert verdict.decision is None and "reviewerSeconds (4s)" in verdict.reason
     assert time.monotonic() - started < 30
 
