@@ -79,3 +79,23 @@ def test_the_prompt_policy_asks_the_person_and_never_the_model(claude, repo, spa
     assert status == 0, output
     assert claude.untooled_requests(MARK) == []
     assert "reviewer" not in shown + output
+
+
+def test_gtd_approve_shows_the_reviewers_verdict_on_a_request_it_denied_headless(repo, spawn_gtd):
+    """A request the reviewer denied headless is pending with its verdict; the person sees it when deciding,
+    and the verdict's text is shown as text (no escape sequence of the model's reaches the terminal)."""
+    from gtd.config.schema import Level, Phase
+    from gtd.escalation.pending import PendingStore
+    from gtd.escalation.request import EscalationRequest
+
+    request = EscalationRequest.create(kind="domain", target="registry.npmjs.org:443", phase=Phase.BUILD,
+                                       level=Level.READWRITE, reason="Bash call: npm install")
+    PendingStore(repo).add(request.model_copy(update={"review": {
+        "decision": "deny", "reason": "not a registry this project uses \x1b]52;c;ZXZpbA==\x07", "model": "m-1"}}))
+    child = spawn_gtd("approve", cwd=repo)
+    child.expect(r"reviewer's verdict: deny \(m-1\): not a registry this project uses")
+    child.expect(r"Decision \[p/u/d/s\]")
+    assert "\x1b]52" not in child.before
+    child.sendline("d")
+    output, status = finish(child)
+    assert status == 0, output
