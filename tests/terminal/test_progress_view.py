@@ -87,3 +87,21 @@ def test_the_status_shows_the_level_the_person_raised_the_phase_to():
     progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
     progress.audited({"event": "test_run", "phase": "build", "level": "network", "exit_code": 0})
     assert "build · network · opencode" in _status(progress)
+
+
+def test_reviewer_decisions_and_fallbacks_are_lines_and_a_saved_rules_commit_still_counts():
+    out = io.StringIO()
+    events = io.StringIO()
+    progress = Progress(SafeConsole(file=out, color_system=None, width=200), live=False, events=events)
+    progress.audited({"event": "escalation_decision", "id": "r1", "target": "registry.npmjs.org:443",
+                      "decision": "once", "decided_by": "reviewer", "model": "m-1", "reason": "the npm registry"})
+    progress.audited({"event": "reviewer_fallback", "id": "r2", "target": "x.example:443",
+                      "reason": "no answer within timeouts.reviewerSeconds (4s)"})
+    progress.audited({"event": "escalation_decision", "id": "r3", "target": "y.example:443", "decision": "project",
+                      "decided_by": "user", "commit": "0123456789abcdef"})
+    shown = out.getvalue()
+    assert "registry.npmjs.org:443 allowed by reviewer: the npm registry" in shown
+    assert "reviewer gave no verdict on x.example:443 (no answer within timeouts.reviewerSeconds (4s))" in shown
+    assert progress.commits == [("0123456789", "")]  # the 🔐 commit of a saved rule
+    [decision] = [json.loads(line) for line in events.getvalue().splitlines() if '"decision"' in line][:1]
+    assert (decision["decided_by"], decision["model"], decision["reason"]) == ("reviewer", "m-1", "the npm registry")
