@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fakemodel.plugin import fake_model  # noqa: F401 - the fixture
-from fakemodel.server import hang, say
+from fakemodel.server import error, hang, say
 from reviewer_support import ALLOW, DENY, MARK, claude, configure, decisions, events, note, nothing_saved  # noqa: F401
 from gtd.paths import user_config_file
 from support import explain, run_gtd
@@ -56,6 +56,7 @@ def test_deny_exits_4_with_the_reviewers_reason_in_the_requests_json(claude, rep
 @pytest.mark.parametrize("answer, seconds, why", [
     (say("Sure, looks fine to me."), 30, "not the JSON verdict"),
     (hang(120), 4, "reviewerSeconds (4s)"),
+    (error(401, "invalid x-api-key"), 30, "the reviewer failed"),  # the model unreachable for the reviewer
 ])
 def test_no_verdict_falls_back_to_the_headless_deny_without_a_hang(claude, repo, answer, seconds, why):
     configure(repo, claude, seconds=seconds)
