@@ -123,11 +123,13 @@ class Reviewer:
         self.repo_root = repo_root
 
     def out_of_bounds(self, request: EscalationRequest) -> str | None:
+        """Why the request is not the reviewer's (see out_of_bounds); when that cannot be worked out (no
+        provider, a policy that does not build), it is not the reviewer's either: fails closed."""
         try:
             needs = self._provider().sandbox_needs(self.repo_root)
-        except Exception:  # noqa: BLE001 - no provider: its protected dirs are unknown, so nothing is in bounds
-            return "the agent CLI's protected paths are unknown"
-        return out_of_bounds(request, self._config(), self.repo_root, needs)
+            return out_of_bounds(request, self._config(), self.repo_root, needs)
+        except Exception as exc:  # noqa: BLE001
+            return f"its bounds could not be checked ({exc})"
 
     def review(self, request: EscalationRequest) -> Verdict:
         """The model's verdict, or one without a decision saying why there is none. Never raises, never hangs."""

@@ -73,3 +73,15 @@ def test_protected_and_deny_read_paths_are_out_of_bounds(repo, isolated_home):
     assert "denyReadPaths" in out_of_bounds(_req(kind="path", target=str(repo / "secrets" / "k")), config, repo)
     assert out_of_bounds(_req(kind="path", target=str(isolated_home / ".aws" / "x")), config, repo) is not None  # a default
     assert out_of_bounds(_req(kind="path", target=str(repo / "build")), config, repo) is None
+
+
+def test_bounds_that_cannot_be_checked_keep_the_request_from_the_reviewer(repo):
+    from gtd.escalation.reviewer import Reviewer
+
+    def no_provider():
+        raise RuntimeError("no agent CLI found")
+
+    reviewer = Reviewer(lambda: GtdConfig(), no_provider, repo)
+    assert "could not be checked (no agent CLI found)" in reviewer.out_of_bounds(_req())
+    verdict = reviewer.review(_req())  # and a review that cannot start is no verdict, never an exception
+    assert verdict.decision is None and "no agent CLI found" in verdict.reason
