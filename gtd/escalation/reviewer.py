@@ -169,8 +169,7 @@ class Reviewer:
             return Verdict(None, f"the reviewer failed: {result.error}", used)
         if any(e.kind == EventKind.TOOL_CALL for e in result.events):
             return Verdict(None, "the reviewer called a tool", used)
-        final = next((e.text for e in reversed(result.events) if e.kind == EventKind.END and e.text), None)
-        parsed = parse_verdict(final if final is not None else result.text())
+        parsed = parse_verdict(result.text())  # one turn without tools: its text is the final text
         if parsed is None:
             return Verdict(None, "the reviewer's answer was not the JSON verdict", used)
         return Verdict(parsed[0], parsed[1], used)

@@ -85,3 +85,11 @@ def test_bounds_that_cannot_be_checked_keep_the_request_from_the_reviewer(repo):
     assert "could not be checked (no agent CLI found)" in reviewer.out_of_bounds(_req())
     verdict = reviewer.review(_req())  # and a review that cannot start is no verdict, never an exception
     assert verdict.decision is None and "no agent CLI found" in verdict.reason
+
+
+def test_the_scripted_provider_has_no_model_so_no_verdict(repo):
+    from gtd.escalation.reviewer import Reviewer
+    from gtd.providers.scripted import ScriptedProvider
+
+    verdict = Reviewer(lambda: GtdConfig(), lambda: ScriptedProvider(None), repo).review(_req())
+    assert verdict.decision is None and "the scripted provider cannot answer without tools" in verdict.reason
