@@ -1,8 +1,8 @@
 """The reviewer: under `sandbox.escalationPolicy: auto`, a model settles a request no saved rule covers.
 
 The model proposes, code bounds it (the escalator enforces what a verdict may do):
-- it is never asked about level `full`, nor about a request touching `denyDomains`, `denyReadPaths` or a
-  protected path (`out_of_bounds`); those go the `prompt` way;
+- it is never asked about level `full`, nor about a request touching `denyDomains`, `denyReadPaths`, a
+  protected path or a path outside the workspace (`out_of_bounds`); those go the `prompt` way;
 - "allow" grants once, for this run only; nothing is ever saved;
 - no verdict (the model unreachable, `timeouts.reviewerSeconds` passed, an answer that is not the JSON
   verdict) falls back to `prompt`: the person is asked, or headless denies.
@@ -72,6 +72,8 @@ def out_of_bounds(request: EscalationRequest, config: Any, repo_root: Path, need
         return None
     target = Path(request.target)
     inside = lambda roots: any(target == root or root in target.parents for root in roots)  # noqa: E731
+    if not inside([repo_root.resolve()]):  # HOME, caches, autostart dirs: beyond what a model may open
+        return f"{request.target} is outside the workspace"
     if inside(policy.protected):
         return f"{request.target} is a protected path"
     if inside(policy.deny_read):

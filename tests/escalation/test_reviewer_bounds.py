@@ -72,6 +72,8 @@ def test_protected_and_deny_read_paths_are_out_of_bounds(repo, isolated_home):
     assert "protected" in out_of_bounds(_req(kind="path", target=str(repo / ".git" / "hooks")), config, repo)
     assert "denyReadPaths" in out_of_bounds(_req(kind="path", target=str(repo / "secrets" / "k")), config, repo)
     assert out_of_bounds(_req(kind="path", target=str(isolated_home / ".aws" / "x")), config, repo) is not None  # a default
+    assert "outside the workspace" in out_of_bounds(
+        _req(kind="path", target=str(isolated_home / ".config" / "autostart" / "x.desktop")), config, repo)
     assert out_of_bounds(_req(kind="path", target=str(repo / "build")), config, repo) is None
 
 
