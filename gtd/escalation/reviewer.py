@@ -110,7 +110,8 @@ def parse_verdict(text: str) -> tuple[str, str] | None:
             continue
         last = value
         index = text.find("{", end)
-    if not isinstance(last, dict) or last.get("decision") not in DECISIONS or not isinstance(last.get("reason"), str):
+    if not isinstance(last, dict) or last.get("decision") not in DECISIONS or not isinstance(last.get("reason"), str) \
+            or not last["reason"].strip():
         return None
     reason = " ".join(last["reason"].split())
     return last["decision"], reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 1] + "…"
@@ -165,12 +166,12 @@ class Reviewer:
             with open_sandbox(policy) as session:  # no network decider: nothing else is asked
                 result = run_agent(provider, ask, session, timeouts=_Timeouts(seconds, seconds, seconds))
         used = next((e.model for e in result.events if e.model), None) or model
+        if any(e.kind == EventKind.TOOL_CALL for e in result.events):
+            return Verdict(None, "the reviewer called a tool", used)
         if result.stopped:
             return Verdict(None, f"no answer within timeouts.reviewerSeconds ({seconds:g}s)", used)
         if not result.ok:
             return Verdict(None, f"the reviewer failed: {result.error}", used)
-        if any(e.kind == EventKind.TOOL_CALL for e in result.events):
-            return Verdict(None, "the reviewer called a tool", used)
         parsed = parse_verdict(result.text())  # one turn without tools: its text is the final text
         if parsed is None:
             return Verdict(None, "the reviewer's answer was not the JSON verdict", used)

@@ -42,6 +42,8 @@ def test_the_nonce_differs_per_review():
     ('{"decision": "allow", "reason": "a"} trailing {"note": 1}', None),  # the last object is not a verdict
     ('{"decision": "maybe", "reason": "x"}', None),
     ('{"decision": "allow"}', None),
+    ('{"decision": "allow", "reason": "  "}', None),  # a verdict says why
+    ('{"decision": "ALLOW", "reason": "x"}', None),
     ('allow', None),
     ('', None),
 ])

@@ -164,3 +164,16 @@ def test_an_allow_is_once_and_saves_nothing_whatever_the_answer_claims(claude, r
     [decision] = _audited(repo, "escalation_decision")
     assert (decision["decision"], decision["decided_by"], decision["reason"]) == ("once", "reviewer", "fine")
     assert escalator.headless_denied == []
+
+
+def test_a_reviewer_that_calls_a_tool_gives_no_verdict_and_nothing_runs(cli, fake_model, repo, tmp_path):
+    """The model answers with a tool call although none was offered: no tool exists to run it, and the
+    answer is no verdict (even with a verdict in its text)."""
+    from fakemodel.server import tool
+
+    marker = tmp_path / "ran"
+    fake_model.untooled(MARK, tool("bash" if cli[0] != "claude" else "Bash", {"command": f"touch {marker}"},
+                                   text='{"decision": "allow", "reason": "fine"}'))
+    verdict = _reviewer(repo, seconds=10, cli=cli).review(_request())
+    assert verdict.decision is None, verdict
+    assert not marker.exists()
