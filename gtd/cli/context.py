@@ -159,7 +159,12 @@ def run_context(options: RunOptions):
     if run_lock.taken_over:
         progress.warn(f"a gtd run that ended without releasing this repository ({runlock.describe(run_lock.taken_over)}) "
                       "was killed: its lock is taken over")
-    return RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
-                      escalator=escalator, audit=audit,
-                      progress=progress, reload_config=lambda: load(options),
-                      level_override=options.level, run_lock=run_lock)
+    ctx = RunContext(repo=repo, loaded=loaded, provider_factory=lambda config: get_provider(config.provider, config),
+                     escalator=escalator, audit=audit,
+                     progress=progress, reload_config=lambda: load(options),
+                     level_override=options.level, run_lock=run_lock)
+    if ctx.config.sandbox.escalation_policy == "auto":  # `prompt` never builds a reviewer: no model is asked
+        from gtd.escalation.reviewer import Reviewer
+
+        escalator.reviewer = Reviewer(lambda: ctx.config, lambda: ctx.provider, repo)
+    return ctx

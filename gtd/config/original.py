@@ -26,7 +26,6 @@ IGNORED = {
     "_comment": "a comment for people",
     "commitPrompt": "gtd writes its own commit messages (no model is asked)",
     "modelCommit": "gtd writes its own commit messages (no model is asked)",
-    "sandboxEscalationPolicy": "gtd asks in a terminal and denies headless (saved rules are `gtd approve`)",
     "agentPlan": "one agent CLI runs every phase (`provider`)",
     "agentBuild": "one agent CLI runs every phase (`provider`)",
     "agentLearn": "one agent CLI runs every phase (`provider`)",
@@ -35,7 +34,7 @@ IGNORED = {
     "modes": "the original's workflow modes have no equivalent",
 }
 ORIGINAL_KEYS = {"agent", "modelPlan", "modelBuild", "modelLearn", "testCmd", "agentInactivityTimeout",
-                 "sandboxEnabled", "sandboxBoundaries", "sandboxApprovedEscalations", "approvedEscalations",
+                 "sandboxEnabled", "sandboxEscalationPolicy", "sandboxBoundaries", "sandboxApprovedEscalations", "approvedEscalations",
                  "file", *IGNORED}
 SCHEMA_URL_PREFIX = "https://raw.githubusercontent.com/pmelab/gtd/"
 
@@ -90,6 +89,8 @@ def translate(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], list[st
             moved(key, "timeouts.inactivitySeconds", value, " (0 still means off)" if value == 0 else "")
         elif key == "sandboxEnabled":
             moved(key, "sandbox.enabled", value)
+        elif key == "sandboxEscalationPolicy":
+            moved(key, "sandbox.escalationPolicy", value)
         elif key == "file":
             if value != "TODO.md":
                 raise ConfigError(source, "file", f"gtd's plan file is always TODO.md, not {value!r}: rename the "

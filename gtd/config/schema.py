@@ -80,6 +80,15 @@ class ResourceLimitsConfig(ConfigModel):
 _HOST_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 
 
+class ReviewerConfig(ConfigModel):
+    """The reviewer model that settles escalations under `sandbox.escalationPolicy: auto` (docs/reviewer.md)."""
+
+    rules: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+        default_factory=list,
+        description="Natural-language lines the reviewer applies to each request (e.g. `allow the npm and PyPI "
+                    "registries`). From your user config or a trusted project file only.")
+
+
 class SandboxConfig(ConfigModel):
     enabled: bool = Field(True, description="Run every agent and test command in the OS sandbox. If it cannot start, gtd stops.")
     phases: PhaseLevels = Field(default_factory=PhaseLevels)
@@ -95,6 +104,11 @@ class SandboxConfig(ConfigModel):
         description="Names of your environment variables that reach every sandboxed command (tests, the agent, "
                     "`gtd sandbox run`), e.g. `NODE_ENV`, `DATABASE_URL`, `JAVA_HOME`. The sandbox otherwise starts "
                     "from a minimal environment so no secret leaks in. gtd's own variables (HOME, proxies) stay gtd's.")
+    escalation_policy: Literal["prompt", "auto"] = Field(
+        "prompt", description="Who settles a request no saved rule covers: `prompt` asks you (headless: denied, "
+        "exit 4); `auto` asks a reviewer model first, which may allow once or deny, never save a rule, grant level "
+        "full or override a deny rule; its failure falls back to `prompt` (docs/reviewer.md).")
+    reviewer: ReviewerConfig = Field(default_factory=ReviewerConfig)
     intercept_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         default_factory=lambda: list(DEFAULT_INTERCEPT_PORTS),
         description="Ports on which a direct connection (from a client that ignores proxy variables) is caught and "
@@ -121,6 +135,8 @@ class Timeouts(ConfigModel):
                               "run) stays silent this long.")
     run_seconds: int = Field(3600, gt=0, description="Hard cap on one agent run (time waiting for your answer "
                              "never counts).")
+    reviewer_seconds: int = Field(60, gt=0, description="How long the reviewer model (escalationPolicy auto) may "
+                                  "take for one request; past it, you are asked as under `prompt`.")
 
 
 ProviderName = Literal["auto", "scripted", "claude", "opencode", "pi"]

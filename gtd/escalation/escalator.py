@@ -1,4 +1,5 @@
-"""Deciding escalation requests: a saved rule, a person at a terminal, or the headless deny.
+"""Deciding escalation requests: a saved rule, the reviewer model (escalationPolicy auto, bounded: it may
+only allow once or deny), a person at a terminal, or the headless deny.
 
 Saved approvals become concrete config rules (so the next run needs no question), written
 atomically; project approvals are committed with the 🔐 prefix so the team shares them.
@@ -40,6 +41,7 @@ __all__ = ["Decision", "Escalator", "SavedRule", "is_interactive", "network_erro
 BY_USER, BY_SAVED_RULE, BY_HEADLESS, BY_EARLIER = "user", "saved rule", "headless deny", "earlier answer this run"
 BY_RAISED_LEVEL = "phase raised to network this run"
 BY_PATH_CHECK = "path check"  # the path is not where it is spelled: nobody may grant it
+BY_REVIEWER = "reviewer"  # the reviewer model (gtd/escalation/reviewer.py): allowed once, or denied headless
 
 
 def unsafe_path_reason(request: EscalationRequest, repo_root: Path) -> str | None:
@@ -235,6 +237,8 @@ class Escalator:
         # Phases the person chose to run at a higher level for the rest of this invocation (a registry
         # refused at readwrite: "run this phase at network"). RunContext.level_for reads it.
         self.raised_levels: dict[Phase, Level] = {}
+        # The reviewer model (gtd.escalation.reviewer.Reviewer) under sandbox.escalationPolicy auto; None: prompt.
+        self.reviewer = None
 
     def decide(self, request: EscalationRequest) -> Decision:
         with self._lock:
@@ -260,11 +264,21 @@ class Escalator:
             self.audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
                               decided_by=BY_SAVED_RULE)
             return Decision(scope)
+        verdict = self._review(request) if self.reviewer is not None else None
+        if verdict is not None and verdict.decision == "allow":  # once, this run only: a reviewer never saves
+            self.audit.record("escalation_decision", id=request.id, target=request.target,
+                              decision=Decision.ONCE.value, decided_by=BY_REVIEWER, model=verdict.model,
+                              reason=verdict.reason)
+            return Decision.ONCE
+        if verdict is not None:  # denied: it travels with the request (pending list, headless JSON, the question)
+            request = request.model_copy(update={"review": verdict.to_json()})
         if not self.interactive:
             self.pending.add(request)
             self.headless_denied.append(request)
+            by = {"decided_by": BY_REVIEWER, "model": verdict.model, "reason": verdict.reason} if verdict else \
+                {"decided_by": BY_HEADLESS}
             self.audit.record("escalation_decision", id=request.id, target=request.target,
-                              decision=Decision.DENY.value, decided_by=BY_HEADLESS, pending=True)
+                              decision=Decision.DENY.value, pending=True, **by)
             return Decision.DENY
         from gtd.escalation import prompt
 
@@ -275,20 +289,21 @@ class Escalator:
                                   offer_network=self._network_allows(request),
                                   # no phase: a command the person runs with `gtd sandbox run`, not an agent
                                   title="The sandbox blocked " + ("the agent" if request.phase else "the command"))
-        fields: dict = {}
+        fields: dict = {"reviewer_decision": verdict.decision, "reviewer_reason": verdict.reason,
+                        "model": verdict.model} if verdict is not None else {}
         if decision == Decision.NETWORK and request.phase is not None:
             self.raised_levels[request.phase] = Level.NETWORK
-            fields = {"raised_level": Level.NETWORK.value}
+            fields["raised_level"] = Level.NETWORK.value
             self.console.print(f"{request.phase.value} runs at level network for the rest of this run")
         if decision in (Decision.PROJECT, Decision.USER):
             try:
                 saved = save_rule(request, decision.value, self.repo_root)
             except GtdError as exc:  # e.g. the file is invalid: say so, allow for this run only
                 self.console.print(f"[red]could not save the rule:[/red] {markup(str(exc), one_line=True)}; allowed once instead")
-                fields = {"save_error": str(exc)}
+                fields["save_error"] = str(exc)
                 decision = Decision.ONCE
             else:
-                fields = {"rule": saved.rule, "saved_to": str(saved.path), "commit": saved.commit}
+                fields.update(rule=saved.rule, saved_to=str(saved.path), commit=saved.commit)
                 self.console.print(f"saved {markup(saved.rule, one_line=True)} to {markup(str(saved.path), one_line=True)}"
                                    + (f" (commit {saved.commit[:10]})" if saved.commit else ""))
                 if saved.warning:
@@ -296,6 +311,22 @@ class Escalator:
         self.audit.record("escalation_decision", id=request.id, target=request.target, decision=decision.value,
                           decided_by=BY_USER, **fields)
         return decision
+
+    def _review(self, request: EscalationRequest):
+        """The reviewer's verdict (gtd.escalation.reviewer.Verdict) with a decision, or None: the request is out
+        of the reviewer's bounds, or it gave no verdict (both recorded), and the `prompt` way decides."""
+        bound = self.reviewer.out_of_bounds(request)
+        if bound is not None:
+            self.audit.record("reviewer_skipped", id=request.id, target=request.target, reason=bound)
+            return None
+        clock = self.clock
+        with clock.person_waiting() if clock is not None else contextlib.nullcontext():  # not the agent's silence
+            verdict = self.reviewer.review(request)
+        if verdict.decision is None:
+            self.audit.record("reviewer_fallback", id=request.id, target=request.target, reason=verdict.reason,
+                              model=verdict.model)
+            return None
+        return verdict
 
     def network_decider(self, connection) -> bool:
         """For the proxy: asked (on a proxy thread, the connection held) about a host no rule decides."""

@@ -45,8 +45,15 @@ def render(console: Console, request: EscalationRequest, repo_root: Path, *, tit
 
     project_rule = request.rule("project", repo_root).describe()
     user_rule = request.rule("user", repo_root).describe()
-    asked = grid(("blocked:", f"[bold]{markup(request.summary(), one_line=True)}[/bold]"),
-                 ("why:", markup(request.reason, one_line=True)))
+    review = request.review or {}
+    asked_rows = [("blocked:", f"[bold]{markup(request.summary(), one_line=True)}[/bold]"),
+                  ("why:", markup(request.reason, one_line=True))]
+    if review:
+        asked_rows.append(("[red]reviewer:[/red]",
+                           f"[red]{markup(str(review.get('decision')), one_line=True)}[/red] "
+                           f"({markup(str(review.get('model') or 'its default model'), one_line=True)}): "
+                           f"{markup(str(review.get('reason') or ''), one_line=True)}"))
+    asked = grid(*asked_rows)
     rules = grid(("[dim]project (.gtdrc.json, committed):[/dim]", markup(project_rule, one_line=True)),
                  ("[dim]user config:[/dim]", markup(user_rule, one_line=True)))
     console.print(Panel(Group(asked, "", rules), title=markup(title, one_line=True), border_style="yellow",

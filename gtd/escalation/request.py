@@ -41,6 +41,8 @@ class EscalationRequest(BaseModel):
     reason: str  # the tool call or test failure that caused it
     id: str
     created: str
+    # The reviewer's verdict when it denied (escalationPolicy auto): {"decision", "reason", "model"}.
+    review: dict[str, Any] | None = None
 
     @classmethod
     def create(cls, *, kind: Kind, target: str, phase: Phase | None, level: Level, reason: str,

@@ -2,7 +2,7 @@
 
 A freshly cloned repository must not be able to grant its agent more than the defaults.
 Loosening entries in `.gtdrc.json` (extra allowed domains or writable paths, a phase at a
-higher level, the sandbox disabled) are honoured only while the file's exact content
+higher level, the sandbox disabled, the reviewer model switched on or given rules) are honoured only while the file's exact content
 matches the sha256 the user pinned with `gtd trust`, or when the user approved that very
 entry at an escalation prompt. Tightening is always honoured.
 
@@ -139,7 +139,17 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
             found.append(entry(f"sandbox.limits.{key}", value))
     for key in LOOSENING_SANDBOX_LISTS:
         found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
+    if sandbox.get("escalationPolicy") == "auto":  # a model, not the person, would settle requests
+        found.append(entry("sandbox.escalationPolicy", "auto"))
+    found += [entry("sandbox.reviewer.rules", rule) for rule in _reviewer_rules(sandbox)]
     return _choices(values) + found
+
+
+def _reviewer_rules(sandbox: dict[str, Any]) -> list:
+    """`sandbox.reviewer.rules`: every line steers the reviewer that may allow requests, so each loosens."""
+    reviewer = sandbox.get("reviewer")
+    rules = reviewer.get("rules") if isinstance(reviewer, dict) else None
+    return list(rules) if isinstance(rules, list) else []
 
 
 def layer_switches(model=None, prefix: str = "") -> list[str]:
@@ -231,6 +241,11 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
     for key in LOOSENING_SANDBOX_LISTS:
         if key in sandbox:
             sandbox[key] = [item for item in sandbox[key] or [] if entry(f"sandbox.{key}", item) in keep]
+    if sandbox.get("escalationPolicy") == "auto" and entry("sandbox.escalationPolicy", "auto") not in keep:
+        del sandbox["escalationPolicy"]
+    if _reviewer_rules(sandbox):
+        sandbox["reviewer"]["rules"] = [rule for rule in sandbox["reviewer"]["rules"]
+                                        if entry("sandbox.reviewer.rules", rule) in keep]
     return kept
 
 

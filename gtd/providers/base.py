@@ -34,6 +34,9 @@ class AgentRequest:
     # None = the agent may edit anything in the workspace; a list = only these paths
     # (relative to cwd), e.g. ["TODO.md"] in plan. The OS sandbox stays the real boundary.
     editable_paths: list[str] | None = None
+    # False: a one-shot answer with no tools at all, under this system prompt alone (the escalation reviewer,
+    # gtd/escalation/reviewer.py). Only providers with `answers_without_tools` can run such a request.
+    tools: bool = True
 
 
 @record
@@ -90,6 +93,8 @@ class Provider(ABC):
     # Whether a tool call's event comes before the tool runs. If not (opencode: only when it ends), the
     # runner looks at the agent's process tree for a tool at work before calling silence inactivity.
     announces_tool_start: bool = True
+    # Whether the CLI can run a request with tools=False (every tool switched off by its own flag).
+    answers_without_tools: bool = False
 
     def executable_path(self) -> str | None:
         return which(self.executable)
@@ -112,6 +117,10 @@ class Provider(ABC):
 
     # Model per phase from gtd's config (`models.<phase>`; None: the CLI's own default), set by the registry.
     models: dict[str, str | None] = {}
+
+    def for_review(self) -> "Provider":
+        """The provider the escalation reviewer runs: one whose state cannot disturb the agent's run."""
+        return self
 
     @abstractmethod
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:

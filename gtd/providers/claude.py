@@ -37,9 +37,16 @@ class ClaudeProvider(Provider):
                   "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for another endpoint)")
     executable = "claude"
     forbidden_tools = CLAUDE_INTERACTIVE
+    answers_without_tools = True
 
     def __init__(self, config_dir: Path | None = None):
         self.config_dir = config_dir or agent_dir("claude")
+
+    def for_review(self) -> "ClaudeProvider":
+        """Its own config dir: the reviewer may run while the agent does, and prepare() resets the dir's files."""
+        reviewer = ClaudeProvider(self.config_dir.with_name(self.config_dir.name + "-reviewer"))
+        reviewer.models = self.models
+        return reviewer
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
         needs = SandboxNeeds(
@@ -81,6 +88,11 @@ class ClaudeProvider(Provider):
     def command(self, request: AgentRequest) -> CommandSpec:
         self.prepare()
         argv = [self.executable_path() or self.executable, "-p", "--output-format", "stream-json", "--verbose"]
+        if not request.tools:  # `--tools ""`: no tool at all; the system prompt replaces claude's own
+            argv += ["--tools", "", "--permission-mode", "dontAsk", "--system-prompt", request.system_prompt or ""]
+            if request.model:
+                argv += ["--model", request.model]
+            return CommandSpec(argv=argv, env=self._env(), stdin_data=request.prompt.encode())
         disallowed = set(CLAUDE_INTERACTIVE)
         if request.editable_paths is None:
             argv += ["--permission-mode", "bypassPermissions"]
@@ -97,15 +109,17 @@ class ClaudeProvider(Provider):
             argv += ["--append-system-prompt", request.system_prompt]
         if request.resume_session:
             argv += ["--resume", request.resume_session]
-        env = {
+        # The prompt goes on stdin: no argv length limit, and `-p` reads it from there.
+        return CommandSpec(argv=argv, env=self._env(), stdin_data=request.prompt.encode())
+
+    def _env(self) -> dict[str, str]:
+        return {
             "CLAUDE_CONFIG_DIR": str(self.config_dir),
             "IS_SANDBOX": "1",  # we are: allows bypassPermissions as root
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_MAX_RETRIES": "2",
             "DISABLE_AUTOUPDATER": "1",
         }
-        # The prompt goes on stdin: no argv length limit, and `-p` reads it from there.
-        return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
 
     def parse_line(self, line: str) -> list[AgentEvent]:
         data = json_object(line)

@@ -48,9 +48,16 @@ class OpencodeProvider(Provider):
     executable = "opencode"
     forbidden_tools = OPENCODE_INTERACTIVE
     announces_tool_start = False  # tool_use comes when the tool has ended: the runner watches the process tree
+    answers_without_tools = True
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("opencode")
+
+    def for_review(self) -> "OpencodeProvider":
+        """Its own dirs: the reviewer may run while the agent does, and prepare() rewrites the config."""
+        reviewer = OpencodeProvider(self.home.with_name(self.home.name + "-reviewer"))
+        reviewer.models = self.models
+        return reviewer
 
     def user_config(self, workspace: Path | None = None) -> CliModelConfig:
         """The person's own opencode settings (default model, providers they defined): user-level only."""
@@ -81,8 +88,12 @@ class OpencodeProvider(Provider):
                 edit[path] = "allow"
                 edit[str(Path(request.cwd) / path)] = "allow"
             permission["edit"] = edit
+        if not request.tools:  # one-shot answer: every tool switched off and denied
+            permission = {"*": "deny"}
         agent = {"mode": "primary", "permission": permission,
                  "description": f"gtd {request.phase.value} phase (headless)"}
+        if not request.tools:
+            agent["tools"] = {"*": False}
         if request.system_prompt:
             agent["prompt"] = request.system_prompt
         config: dict = {

@@ -38,9 +38,16 @@ class PiProvider(Provider):
                   "GEMINI_API_KEY, ...); under gtd pi runs with its own agent dir, so a /login in pi is not used")
     executable = "pi"
     forbidden_tools = PI_INTERACTIVE
+    answers_without_tools = True
 
     def __init__(self, home: Path | None = None):
         self.home = home or agent_dir("pi")
+
+    def for_review(self) -> "PiProvider":
+        """Its own agent dir: the reviewer may run while the agent does, and prepare() rewrites the dir's files."""
+        reviewer = PiProvider(self.home.with_name(self.home.name + "-reviewer"))
+        reviewer.models = self.models
+        return reviewer
 
     def user_config(self, workspace: Path | None = None) -> CliModelConfig:
         """The person's own pi settings (default model, models.json providers): user-level only, never
@@ -83,16 +90,20 @@ class PiProvider(Provider):
         if not request.model and own.model:  # gtd runs pi with its own agent dir: pass the person's default
             request = replace(request, model=own.model)
         self.prepare(request, own)
-        argv = [self.executable_path() or self.executable, "-p", "--mode", "json", "--tools", ",".join(TOOLS),
+        tools = ["--tools", ",".join(TOOLS)] if request.tools else ["--no-tools"]
+        argv = [self.executable_path() or self.executable, "-p", "--mode", "json", *tools,
                 "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
         if request.model:
             argv += ["--model", request.model]
+        env = {"PI_CODING_AGENT_DIR": str(self.home), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}
+        if not request.tools:  # one-shot, no session kept, under this system prompt alone
+            argv += ["--no-session", "--system-prompt", request.system_prompt or ""]
+            return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
         if request.system_prompt:
             argv += ["--append-system-prompt", request.system_prompt]
         argv += ["--session-dir", str(self.sessions_dir)]
         if request.resume_session:
             argv += ["--session", request.resume_session]
-        env = {"PI_CODING_AGENT_DIR": str(self.home), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}
         # The prompt goes on stdin (pi reads piped stdin as the message): no argv length limit.
         return CommandSpec(argv=argv, env=env, stdin_data=request.prompt.encode())
 

@@ -250,9 +250,18 @@ class Progress:
                 what = f"{entry.get('target')} ({entry.get('decision')}, by {entry.get('decided_by')})"
                 (self.denials if entry.get("decision") == "deny" else self.approvals).append(what)
                 self._emit("decision", id=entry.get("id"), target=entry.get("target"), decision=entry.get("decision"),
-                           decided_by=entry.get("decided_by"), commit=entry.get("commit"))
+                           decided_by=entry.get("decided_by"), commit=entry.get("commit"), model=entry.get("model"),
+                           reason=entry.get("reason"))
                 if entry.get("commit"):
                     self._commit(entry["commit"])
+                if entry.get("decided_by") == "reviewer" and self.verbosity >= 0:
+                    verb = "denied" if entry.get("decision") == "deny" else "allowed"
+                    self._line(f"{markup(str(entry.get('target')))} {verb} by reviewer: "
+                               f"{markup(str(entry.get('reason') or ''), one_line=True)}")
+            elif kind == "reviewer_fallback":
+                self._emit("reviewer_fallback", id=entry.get("id"), target=entry.get("target"), reason=entry.get("reason"))
+                self._line(f"[yellow]reviewer gave no verdict on {markup(str(entry.get('target')))} "
+                           f"({markup(str(entry.get('reason')), one_line=True)}): decided as under `prompt`[/yellow]")
             elif kind == "test_run":
                 if self.phase_now is not None and entry.get("level"):  # tests rerun at a level approved once
                     self.phase_now.level = entry["level"]

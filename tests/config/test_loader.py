@@ -83,7 +83,7 @@ def test_user_config_may_be_json(repo):
         ('{"sandbox": {"levels": {"build": {}}}}', "sandbox.levels.build",
          "keys here: readonly, readwrite, network, full; 'build' belongs in models or in sandbox.phases"),
         ('{"timeouts": {"inactivity": 5}}', "timeouts.inactivity",
-         "unknown key (keys here: inactivitySeconds, toolSeconds, runSeconds)"),
+         "unknown key (keys here: inactivitySeconds, toolSeconds, runSeconds, reviewerSeconds)"),
         ('{"sandbox": {"testCommand": "x"}}', "sandbox.testCommand", "'testCommand' belongs at the top level"),
         ('{"provider": "gpt"}', "provider", "auto"),
         ('{"testRetries": -1}', "testRetries", "greater than or equal to 0"),

@@ -1,5 +1,5 @@
 """The fake model server used by the test suite (see fakemodel.server)."""
 
-from fakemodel.server import FakeModelServer, Step, error, say, shell, tool
+from fakemodel.server import FakeModelServer, Step, error, hang, say, shell, tool
 
-__all__ = ["FakeModelServer", "Step", "error", "say", "shell", "tool"]
+__all__ = ["FakeModelServer", "Step", "error", "hang", "say", "shell", "tool"]

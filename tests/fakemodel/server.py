@@ -10,12 +10,15 @@ requests do not shift the script:
     server.fail(401, "invalid x-api-key")                    # every model request fails
     server.fail(503, "overloaded", times=2)                  # the next two fail, then the script goes on
     server.on_prompt("tests failed", [shell("fix"), say("ok")])  # a follow-up prompt gets its own script
+    server.untooled("GTD-REVIEW", say('{"decision": "allow"}'))  # a request without tools that holds this text
+    server.untooled("GTD-REVIEW", hang(30))                  # ... is held 30 s before it is answered
 
 A follow-up prompt in the same conversation (a resumed session, e.g. gtd's re-prompt after failing
 tests) is told apart by its text: `on_prompt(text, steps)` applies from the latest user message
 containing `text`, and counts only the tool turns after that message.
 
-Requests without tools (titles, summaries) get a short text answer. Every request is recorded
+Requests without tools (titles, summaries) get a short text answer, unless `untooled(text, step)` scripts
+those whose system prompt or messages hold `text` (the escalation reviewer's one-shot question). Every request is recorded
 in `server.requests` (path + parsed body) for assertions.
 
 Usage: every answer reports 12 input and 7 output tokens, unless `server.report_usage(per_request)`
@@ -42,6 +45,7 @@ class Step:
     tool: str | None = None  # a wire name, or "<shell>" for whichever shell tool the CLI offers
     input: dict[str, Any] = field(default_factory=dict)
     error: tuple[int, str] | None = None  # answer this step with an HTTP error
+    hang: float = 0.0  # hold the request this long before answering (a model that does not answer in time)
 
 
 def say(text: str) -> Step:
@@ -60,6 +64,10 @@ def error(status: int, message: str) -> Step:
     return Step(error=(status, message))
 
 
+def hang(seconds: float) -> Step:
+    return Step(text="(too late)", hang=seconds)
+
+
 @dataclass
 class Recorded:
     path: str
@@ -76,6 +84,8 @@ class FakeModelServer:
         self._fail_left: int | None = None  # failures still to answer (None: all of them)
         self._fail_agent_only = False  # only requests that offer tools fail (not titles)
         self._on_prompt: list[tuple[str, list[Step]]] = []
+        self._untooled: list[tuple[str, Step]] = []
+        self.closing = threading.Event()  # ends a held (hanging) request
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self._usage: Callable[[int], tuple[int, int]] | None = None
@@ -95,6 +105,15 @@ class FakeModelServer:
         """Steps for the conversation from the latest user message containing `text` on."""
         with self._lock:
             self._on_prompt.append((text, list(steps)))
+
+    def untooled(self, text: str, step: Step) -> None:
+        """How a request offering no tools whose system prompt or messages hold `text` is answered."""
+        with self._lock:
+            self._untooled.append((text, step))
+
+    def untooled_requests(self, text: str) -> list[Recorded]:
+        """The requests without tools that held `text` (e.g. every question the reviewer was asked)."""
+        return [r for r in self.requests if r.side and text in json.dumps(r.body)]
 
     def fail(self, status: int, message: str, times: int | None = None, agent_only: bool = False) -> None:
         """Answer model requests with this HTTP error: every one, or only the next `times` (then the script).
@@ -140,6 +159,7 @@ class FakeModelServer:
         return self
 
     def close(self) -> None:
+        self.closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -165,7 +185,8 @@ class FakeModelServer:
                 return Step(error=failure)
             offered = _tool_names(api, body)
             if not offered:
-                return say("Fake title")
+                whole = json.dumps(body)
+                return next((step for text, step in reversed(self._untooled) if text in whole), say("Fake title"))
             steps, messages = self._steps, body.get("messages") or []
             start = -1
             for text, follow_up in self._on_prompt:
@@ -374,6 +395,8 @@ def _handler(server: FakeModelServer):
             server.requests.append(Recorded(path=path, body=body, api=api, side=side,
                                             headers={k.lower(): v for k, v in self.headers.items()}))
             step = server.decide(api, body)
+            if step.hang:
+                server.closing.wait(step.hang)
             if step.error:
                 self._json(step.error[0], _error_body(api, *step.error))
                 return

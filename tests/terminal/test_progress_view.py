@@ -139,3 +139,21 @@ def test_with_tokens_the_status_line_keeps_ctrl_c_at_120_columns():
         assert line.endswith("Ctrl-C to stop") and len(line) < width, (width, line)
         assert kept in line and "00:0" in line, (width, line)
     assert "32.2k in / 6.8k out tokens · $0.1234" in _status(progress)  # wide enough: all of it
+
+
+def test_reviewer_decisions_and_fallbacks_are_lines_and_a_saved_rules_commit_still_counts():
+    out = io.StringIO()
+    events = io.StringIO()
+    progress = Progress(SafeConsole(file=out, color_system=None, width=200), live=False, events=events)
+    progress.audited({"event": "escalation_decision", "id": "r1", "target": "registry.npmjs.org:443",
+                      "decision": "once", "decided_by": "reviewer", "model": "m-1", "reason": "the npm registry"})
+    progress.audited({"event": "reviewer_fallback", "id": "r2", "target": "x.example:443",
+                      "reason": "no answer within timeouts.reviewerSeconds (4s)"})
+    progress.audited({"event": "escalation_decision", "id": "r3", "target": "y.example:443", "decision": "project",
+                      "decided_by": "user", "commit": "0123456789abcdef"})
+    shown = out.getvalue()
+    assert "registry.npmjs.org:443 allowed by reviewer: the npm registry" in shown
+    assert "reviewer gave no verdict on x.example:443 (no answer within timeouts.reviewerSeconds (4s))" in shown
+    assert progress.commits == [("0123456789", "")]  # the 🔐 commit of a saved rule
+    [decision] = [json.loads(line) for line in events.getvalue().splitlines() if '"decision"' in line][:1]
+    assert (decision["decided_by"], decision["model"], decision["reason"]) == ("reviewer", "m-1", "the npm registry")
