@@ -49,7 +49,7 @@ def render(console: Console, request: EscalationRequest, repo_root: Path, *, tit
     asked_rows = [("blocked:", f"[bold]{markup(request.summary(), one_line=True)}[/bold]"),
                   ("why:", markup(request.reason, one_line=True))]
     if review:
-        asked_rows.append(("[red]reviewer:[/red]",
+        asked_rows.append(("[red]reviewer's verdict:[/red]",
                            f"[red]{markup(str(review.get('decision')), one_line=True)}[/red] "
                            f"({markup(str(review.get('model') or 'its default model'), one_line=True)}): "
                            f"{markup(str(review.get('reason') or ''), one_line=True)}"))
