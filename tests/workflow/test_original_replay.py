@@ -156,3 +156,23 @@ def test_original_fix_with_nothing_left_to_build_is_checked(repo):
     result = run_gtd(cwd=repo)
     assert result.returncode == 1 and "tests fail after your fix" in result.stderr and "still failing" in result.stderr
     assert subjects(repo)[0] == "👷 fix: tweak math.py"
+
+
+def test_bare_python_tests_are_detected_and_a_red_build_is_not_committed(repo):
+    """Only tests/test_*.py (no pyproject.toml, setup.py, conftest.py): gtd runs them with unittest when
+    no pytest is at hand, so the agent's breaking change is not committed as if green."""
+    broken = {"actions": [{"write": {"path": "src/math.py", "content": "def add(a, b):\n    return a - b\n"}}]}
+    original_config(repo, [broken])
+    config = json.loads((repo / ".gtdrc.json").read_text())
+    del config["testCmd"]
+    commit(repo, "🤖 plan: add multiply", {
+        ".gtdrc.json": json.dumps(config), "src/__init__.py": "", "src/math.py": "def add(a, b):\n    return a + b\n",
+        "tests/test_math.py": "import unittest\n\nfrom src.math import add\n\n\nclass T(unittest.TestCase):\n"
+                              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+        "TODO.md": "# Math\n\n## Action Items\n\n- [ ] add a `multiply` function to `src/math.py`\n"})
+    result = run_gtd("build", cwd=repo, env={"PATH": "/usr/bin:/bin"})
+    assert "test command: python3 -m unittest discover -s tests (detected from tests/test_*.py files; " \
+           "no pytest for python3 on PATH, so unittest" in result.stderr
+    assert "✓ baseline tests pass" in result.stderr
+    assert result.returncode == 1 and "tests still fail" in result.stderr and "FAILED (failures=1)" in result.stderr
+    assert subjects(repo)[0] == "🤖 plan: add multiply"
