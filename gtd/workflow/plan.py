@@ -15,7 +15,7 @@ from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.markers import remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.steps import Step, commit_human_edits, marker_lines, marker_search, message, step_of_subject
-from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, write_todo
+from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, with_optional_sections, write_todo
 
 AGENTS_FILE = "AGENTS.md"
 
@@ -65,6 +65,10 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     system = render("system_plan")
     for attempt in range(ctx.config.plan_retries + 1):
         agent.ask(prompt, system_prompt=system, editable_paths=[TODO_FILE])
+        text = read_todo_text(ctx.repo)
+        if text is not None and with_optional_sections(text) != text:
+            write_todo(ctx.repo, with_optional_sections(text))  # a minimal plan (no Open questions/Learnings) stands
+            ctx.progress.info(f"added the empty `## Open questions` / `## Learnings` sections {TODO_FILE} lacked")
         todo = read_todo(ctx.repo)
         errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
         if not errors:

@@ -176,3 +176,21 @@ def test_bare_python_tests_are_detected_and_a_red_build_is_not_committed(repo):
     assert "✓ baseline tests pass" in result.stderr
     assert result.returncode == 1 and "tests still fail" in result.stderr and "FAILED (failures=1)" in result.stderr
     assert subjects(repo)[0] == "🤖 plan: add multiply"
+
+
+def test_a_minimal_plan_is_accepted_and_completed(repo):
+    """The original's lint: `## Action Items` with tested items is a valid plan; Open Questions and
+    Learnings may be missing. gtd adds them empty instead of asking the agent again."""
+    minimal = "# Math library\n\n## Action Items\n\n- [ ] add a `multiply` function to `src/math.py`\n" \
+              "  - Tests: `multiply(2, 3) == 6`\n"
+    original_config(repo, [])
+    script = json.loads((repo.parent / "script.json").read_text())
+    script["plan"] = [{"actions": [{"write": {"path": "TODO.md", "content": minimal}}]}]
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED})
+    result = run_gtd("plan", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "not valid yet" not in result.stderr
+    assert subjects(repo)[0] == "📝 plan: Math library"
+    todo = (repo / "TODO.md").read_text()
+    assert todo.startswith(minimal.rstrip("\n")) and todo.endswith("## Open questions\n\n## Learnings\n")
