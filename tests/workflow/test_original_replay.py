@@ -194,3 +194,77 @@ def test_a_minimal_plan_is_accepted_and_completed(repo):
     assert subjects(repo)[0] == "📝 plan: Math library"
     todo = (repo / "TODO.md").read_text()
     assert todo.startswith(minimal.rstrip("\n")) and todo.endswith("## Open questions\n\n## Learnings\n")
+
+
+PLANNED = "# Math library\n\n## Action Items\n\n### Multiply\n\n" \
+          "- [ ] add a `multiply` function to `src/math.py` that multiplies two numbers\n" \
+          "  - Tests: `multiply(3, 4) == 12`\n"
+
+
+def _replan_script(repo: Path, plan_text: str) -> None:
+    script = json.loads((repo.parent / "script.json").read_text())
+    script["plan"] = [{"actions": [{"write": {"path": "TODO.md", "content": plan_text}}]}]
+    (repo.parent / "script.json").write_text(json.dumps(script))
+
+
+def test_feedback_and_replan(repo):
+    """The original's 'Feedback and re-plan': a blockquote appended to TODO.md and a code edit ->
+    the code part a fix, the TODO.md part feedback, then a new plan."""
+    original_config(repo, [])
+    _replan_script(repo, PLANNED + "- [ ] add error handling for non-numeric inputs\n  - Tests: raises TypeError\n")
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED, "src/math.py": "def add(a, b):\n    return a + b\n"})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    (repo / "TODO.md").write_text(PLANNED + "\n> please also add error handling for non-numeric inputs\n")
+    (repo / "src/math.py").write_text("def add(a, b):\n    return a + b\n\n")
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert (status["next"], status["pending_edits"]["fix"], status["pending_edits"]["feedback"]) == \
+        ("plan", ["src/math.py"], ["TODO.md"]), status
+    result = run_gtd("--single", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[:3] == ["📝 plan: Math library", "💬 feedback: TODO.md", "🔧 fix: src/math.py"]
+    assert "> please also add" not in (repo / "TODO.md").read_text()
+    assert "> please also add" in git(repo, "show", "HEAD~1", "--", "TODO.md")
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param(lambda t: t.replace("- [ ] add a `multiply`", "- [x] add a `multiply`") + "\n## Learnings\n\n- keep it small\n",
+                 id="ticks and learnings"),
+    pytest.param(lambda t: t.replace("  - Tests:", "  - done by hand, see commit abc\n  - Tests:"), id="a note under an item"),
+    pytest.param(lambda t: t + "\nalso support floats\n", id="plain text"),
+])
+def test_todo_md_edits_are_feedback_and_lead_to_plan(repo, edit):
+    original_config(repo, [])
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH})
+    (repo / "TODO.md").write_text(edit(PLANNED))
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert (status["next"], status["pending_edits"]["feedback"]) == ("plan", ["TODO.md"]), status
+
+
+DONE = PLANNED.replace("- [ ]", "- [x]") + "\n## Learnings\n\n- use named constants\n"
+
+
+def test_learnings_only_feedback_commit_leads_to_learn(repo):
+    """The original's InferStep: a 💬/🤦 commit that only changed TODO.md's Learnings -> learn."""
+    original_config(repo, [])
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH, "TODO.md": DONE})
+    commit(repo, "🤦 human: add a learning", {"TODO.md": DONE + "- never use magic numbers\n"})
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert (status["next"], status["rule"]) == ("learn", "learnings-feedback"), status
+
+
+def test_learnings_only_edit_after_feedback_is_committed_as_feedback_then_learns(repo):
+    original_config(repo, [])
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH, "TODO.md": DONE})
+    commit(repo, "💬 feedback: a learning", {"TODO.md": DONE + "- never use magic numbers\n"})
+    (repo / "TODO.md").write_text(DONE + "- never use magic numbers\n- prefer pure functions\n")
+    script = json.loads((repo.parent / "script.json").read_text())
+    script["learn"] = [{"actions": [{"write": {"path": "AGENTS.md", "content": "- prefer pure functions\n"}}]}]
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert (status["next"], status["pending_edits"]["feedback"]) == ("learn", ["TODO.md"]), status
+    result = run_gtd("--single", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert [s.split(":")[0] for s in subjects(repo)[:3]] == ["🧹 cleanup", "📚 learn", "💬 feedback"]

@@ -193,15 +193,16 @@ def test_fix_hunks_and_feedback_hunks_go_into_separate_commits(repo):
     assert "app.py" in git(repo, "show", "--name-only", "--format=", "HEAD")
 
 
-def test_editing_only_learnings_or_ticking_by_hand_is_not_feedback(repo):
+def test_ticking_by_hand_with_learnings_is_feedback_and_replans(repo):
+    """The original gtd: learnings and items both changed -> feedback, and the plan is made again."""
     setup_repo(repo, write_script(repo, [GOOD]))
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "📝 plan: Counter")
     (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]") + "- Keep it small.\n")
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
-    assert status["next"] == "learn", status
-    assert status["pending_edits"]["fix"] == ["TODO.md"]
+    assert status["next"] == "plan", status
+    assert status["pending_edits"]["feedback"] == ["TODO.md"] and status["pending_edits"]["fix"] == []
 
 
 def test_a_persons_fix_with_nothing_left_to_build_is_checked(repo):
