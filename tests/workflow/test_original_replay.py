@@ -140,6 +140,42 @@ def test_original_red_baseline_with_stop_exits_1_before_building(repo):
     assert not any(s.startswith("🔨") for s in subjects(repo))
 
 
+def test_original_red_baseline_headless_exits_1_before_the_agent_runs(repo):
+    """The original's baseline.feature with its default config: red tests, a 🤖 plan, no terminal ->
+    exit 1 and no agent run; `gtd --build-on-red` (or baselineTests: build) builds on red."""
+    original_config(repo, [{"actions": [{"write": {"path": "src/math.py", "content": MATH}}]}],
+                    test_cmd="test -f src/math.py")
+    commit(repo, "🤖 plan: add multiply function", {"TODO.md": "# Math library\n\n## Action Items\n\n### Multiply\n\n"
+                                                               "- [ ] add a `multiply` function to `src/math.py`\n"})
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 1 and "baseline tests FAIL" in result.stderr, result.stderr
+    assert "build (level" not in result.stderr.split("baseline tests FAIL")[1]  # no agent started after it
+    assert subjects(repo)[0] == "🤖 plan: add multiply function" and not (repo / "src/math.py").exists()
+    result = run_gtd("--build-on-red", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0].startswith("🔨 build: Multiply")
+    assert "Baseline: the tests were already red" in git(repo, "log", "-1", "--format=%b")
+
+
+def test_red_baseline_in_a_terminal_still_asks(repo):
+    """The terminal question stays: `n` stops with exit 1 before any agent run."""
+    import sys
+
+    import pexpect
+    from support import spawn_in_terminal
+
+    original_config(repo, [{"actions": [{"write": {"path": "src/math.py", "content": MATH}}]}], test_cmd="false")
+    commit(repo, "🤖 plan: add multiply function", {"TODO.md": "# Math library\n\n## Action Items\n\n"
+                                                               "- [ ] add a `multiply` function to `src/math.py`\n"})
+    child = spawn_in_terminal(sys.executable, ["-m", "gtd", "build"], cwd=str(repo), encoding="utf-8", timeout=60)
+    child.expect("Build anyway")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1 and not (repo / "src/math.py").exists()
+    assert subjects(repo)[0] == "🤖 plan: add multiply function"
+
+
 def test_rejected_plan_names_its_problems(repo):
     original_config(repo, [])
     commit(repo, "🤖 plan: broken", {"TODO.md": "# Math library\n\nno action items at all\n"})

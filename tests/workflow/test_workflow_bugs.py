@@ -92,11 +92,17 @@ def test_red_baseline_is_said_before_any_agent_run_and_can_stop_it(repo):
     assert agent_runs(repo, "build") == 0 and subjects(repo) == before
 
 
-def test_red_baseline_headless_by_default_warns_builds_and_records_it(repo):
+def test_red_baseline_headless_stops_unless_build_on_red_then_records_it(repo):
+    """Headless with the default `ask`: nobody to ask, so exit 1 before any agent run (the original gtd);
+    --build-on-red builds anyway and records the red baseline."""
     setup_repo(repo, write_script(repo, [GOOD]), test_command="test -f count.py && python3 -m unittest -q")
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0
+    before = subjects(repo)
     result = run_gtd("build", cwd=repo)
+    assert result.returncode == 1 and "no terminal to ask" in result.stderr and "--build-on-red" in result.stderr
+    assert agent_runs(repo, "build") == 0 and subjects(repo) == before
+    result = run_gtd("build", "--build-on-red", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert result.stderr.index("baseline tests FAIL") < result.stderr.index("write count.py")  # said before the agent ran
     assert "Baseline: the tests were already red" in git(repo, "log", "-1", "--format=%b")
