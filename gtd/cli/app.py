@@ -41,7 +41,7 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     run_all: Annotated[bool, typer.Option("--all", help="Keep going until the plan is done or a person is needed.")] = False,
-    single: Annotated[bool, typer.Option("--single", help="Run exactly one step (the default; the original gtd's spelling).")] = False,
+    single: Annotated[bool, typer.Option("--single", help="Run exactly one step; with uncommitted edits, only commit them (as the original gtd's --single).")] = False,
     provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
     non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
     directory: opt.Directory = None, json_events: opt.JsonEvents = False, build_on_red: opt.BuildOnRed = False,
@@ -52,7 +52,7 @@ def root(
     if run_all and single:
         raise GtdError("--all and --single contradict each other: pick one", exit_code=ExitCode.USAGE)
     if ctx.invoked_subcommand is None:
-        workflow_cmds.next_step(options, run_all)
+        workflow_cmds.next_step(options, run_all, single=single)
         return
     if run_all or single:
         raise GtdError(f"--{'all' if run_all else 'single'} applies to `gtd` alone, not to `gtd {ctx.invoked_subcommand}`"

@@ -255,7 +255,7 @@ def test_feedback_and_replan(repo):
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
     assert (status["next"], status["pending_edits"]["fix"], status["pending_edits"]["feedback"]) == \
         ("plan", ["src/math.py"], ["TODO.md"]), status
-    result = run_gtd("--single", cwd=repo)
+    result = run_gtd(cwd=repo)
     assert result.returncode == 0, result.stderr
     assert subjects(repo)[:3] == ["📝 plan: Math library", "💬 feedback: TODO.md", "🔧 fix: src/math.py"]
     assert "> please also add" not in (repo / "TODO.md").read_text()
@@ -301,6 +301,20 @@ def test_learnings_only_edit_after_feedback_is_committed_as_feedback_then_learns
     (repo.parent / "script.json").write_text(json.dumps(script))
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
     assert (status["next"], status["pending_edits"]["feedback"]) == ("learn", ["TODO.md"]), status
-    result = run_gtd("--single", cwd=repo)
+    result = run_gtd(cwd=repo)
     assert result.returncode == 0, result.stderr
     assert [s.split(":")[0] for s in subjects(repo)[:3]] == ["🧹 cleanup", "📚 learn", "💬 feedback"]
+
+
+def test_single_stops_after_the_feedback_commit(repo):
+    """The original's '--single stops after commit-feedback without chaining to next step'."""
+    original_config(repo, [])
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED, "src/math.py": "def add(a, b):\n    return a + b\n"})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    (repo / "TODO.md").write_text(PLANNED + "\n> please also add error handling for non-numeric inputs\n")
+    (repo / "src/math.py").write_text("def add(a, b):\n    return a + b\n\n")
+    result = run_gtd("--single", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[:2] == ["💬 feedback: TODO.md", "🔧 fix: src/math.py"]
+    assert "next is plan" in result.stderr and "plan (level" not in result.stderr
+    assert git(repo, "status", "--porcelain") == ""
