@@ -197,7 +197,9 @@ def test_original_fix_with_nothing_left_to_build_is_checked(repo):
 def test_bare_python_tests_are_detected_and_a_red_build_is_not_committed(repo):
     """Only tests/test_*.py (no pyproject.toml, setup.py, conftest.py): gtd runs them with unittest when
     no pytest is at hand, so the agent's breaking change is not committed as if green."""
-    broken = {"actions": [{"write": {"path": "src/math.py", "content": "def add(a, b):\n    return a - b\n"}}]}
+    # (another size than the original: written in the second the baseline compiled it, a same-size file
+    # would be run from the stale __pycache__ .pyc, which Python checks by mtime and size only)
+    broken = {"actions": [{"write": {"path": "src/math.py", "content": "def add(a, b):\n    return a - b - 1\n"}}]}
     original_config(repo, [broken])
     config = json.loads((repo / ".gtdrc.json").read_text())
     del config["testCmd"]
@@ -318,3 +320,4 @@ def test_single_stops_after_the_feedback_commit(repo):
     assert subjects(repo)[:2] == ["💬 feedback: TODO.md", "🔧 fix: src/math.py"]
     assert "next is plan" in result.stderr and "plan (level" not in result.stderr
     assert git(repo, "status", "--porcelain") == ""
+
