@@ -321,3 +321,19 @@ def test_single_stops_after_the_feedback_commit(repo):
     assert "next is plan" in result.stderr and "plan (level" not in result.stderr
     assert git(repo, "status", "--porcelain") == ""
 
+
+def test_formatting_is_normalized_before_commit(repo):
+    """The original's 'Formatting is normalized before commit': the staged seed and the plan are
+    committed as the formatter writes them."""
+    original_config(repo, [])
+    _replan_script(repo, PLANNED.replace("that multiplies", "that   multiplies") + "\n\n\n## Learnings\n")
+    (repo / "TODO.md").write_text("- add a `multiply` function to `src/math.py`   that multiplies    two numbers\n"
+                                  "- add a test for the `multiply` function in `tests/test_math.py`\n")
+    git(repo, "add", "TODO.md")
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert [s[0] for s in subjects(repo)[:2]] == ["📝", "💬"]
+    seed = git(repo, "show", "HEAD~1:TODO.md")
+    assert "that multiplies two numbers" in seed and "  that" not in seed
+    planned = git(repo, "show", "HEAD:TODO.md")
+    assert "that multiplies two numbers" in planned and "\n\n\n" not in planned
