@@ -337,3 +337,30 @@ def test_formatting_is_normalized_before_commit(repo):
     assert "that multiplies two numbers" in seed and "  that" not in seed
     planned = git(repo, "show", "HEAD:TODO.md")
     assert "that multiplies two numbers" in planned and "\n\n\n" not in planned
+
+
+def test_cleanup_body_records_the_seed(repo):
+    """The original's cleanup.feature: the closing commit's body has `## Seed` with the seed's lines."""
+    original_config(repo, [])
+    commit(repo, "🌱 seed: initial", {"TODO.md": "- add a `multiply` function to `src/math.py` that multiplies two numbers\n"})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH, "TODO.md": PLANNED.replace("- [ ]", "- [x]")})
+    commit(repo, "🎓 learn: persist learnings to AGENTS.md", {"AGENTS.md": "- keep it small\n"})
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0].startswith("🧹 cleanup") and not (repo / "TODO.md").exists()
+    body = git(repo, "log", "-1", "--format=%b")
+    assert body.startswith("## Seed\n\n- add a `multiply` function to `src/math.py` that multiplies two numbers\n")
+    assert "Built:\n- add a `multiply` function" in body
+
+
+def test_cleanup_body_has_no_seed_without_one(repo):
+    """No seed since the last cleanup (the original's 'falls back ... when no seed in history')."""
+    original_config(repo, [])
+    commit(repo, "🌱 seed: an older plan", {"TODO.md": "- an older goal\n"})
+    commit(repo, "🧹 cleanup: remove TODO.md (older)")
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED.replace("- [ ]", "- [x]")})
+    commit(repo, "🎓 learn: persist learnings to AGENTS.md")
+    assert run_gtd(cwd=repo).returncode == 0
+    body = git(repo, "log", "-1", "--format=%b")
+    assert "## Seed" not in body and "an older goal" not in body
