@@ -12,7 +12,7 @@ from gtd.workflow import git
 from gtd.workflow.context import RunContext
 from gtd.workflow import markdown
 from gtd.workflow.markdown import normalize_todo
-from gtd.workflow.markers import remove_absorbed
+from gtd.workflow.markers import carry_feedback_markers, remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.steps import Step, commit_human_edits, marker_lines, marker_search, message, step_of_subject
 from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, with_optional_sections, write_todo
@@ -74,7 +74,14 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         if not errors:
             markers = marker_search(ctx.repo)  # searches the code (never TODO.md) while TODO.md is formatted
             normalize_todo(ctx.repo)
-            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", search=markers)
+            entries = marker_lines(ctx.repo, limit=1000, search=markers)
+            planned = read_todo_text(ctx.repo) or ""
+            carried = carry_feedback_markers(ctx.repo, planned, entries)
+            if carried != planned:  # the person's new markers the plan left out become items citing them
+                write_todo(ctx.repo, carried)
+                normalize_todo(ctx.repo)
+                todo = read_todo(ctx.repo) or todo
+            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", entries=entries)
             if absorbed:
                 ctx.progress.info(f"removed the marker(s) the plan took over from the code: {markup(', '.join(absorbed))}")
             sha = git.commit_all(ctx.repo, message(Step.PLAN, todo.title or "plan"))

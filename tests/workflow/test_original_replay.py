@@ -364,3 +364,34 @@ def test_cleanup_body_has_no_seed_without_one(repo):
     assert run_gtd(cwd=repo).returncode == 0
     body = git(repo, "log", "-1", "--format=%b")
     assert "## Seed" not in body and "an older goal" not in body
+
+
+MAGIC = "# TODO: never use magic numbers, always use named constants\n"
+
+
+@pytest.mark.parametrize("how", ["committed by the original", "uncommitted"])
+def test_code_todos_move_into_the_plan_and_out_of_the_code(repo, how):
+    """The original's 'Code TODOs committed': a marker the person added (a 🤦 commit, or edits gtd
+    commits as feedback) leaves the code and lives in the plan, even when the plan does not cite it."""
+    original_config(repo, [])
+    _replan_script(repo, PLANNED.replace("- [ ]", "- [x]") + "\n### Subtract\n\n- [ ] add a `subtract` function\n"
+                   "  - Tests: `subtract(3, 1) == 2`\n")
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH, "TODO.md": PLANNED.replace("- [ ]", "- [x]")})
+    commit(repo, "# a TODO: the project had before stays", {"src/old.py": "x = 1  # TODO: an old note\n"})
+    edits = {"src/math.py": MAGIC + MATH + "# fixed\n",
+             "TODO.md": PLANNED.replace("- [ ]", "- [x]") + "\n> please add a subtract function too\n"}
+    if how == "uncommitted":
+        for name, text in edits.items():
+            (repo / name).write_text(text)
+    else:
+        commit(repo, "🤦 human: extract code TODOs", edits)
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0] == "📝 plan: Math library"
+    assert "TODO: never use magic numbers" not in (repo / "src/math.py").read_text()
+    assert (repo / "src/math.py").read_text().endswith("# fixed\n")
+    todo = (repo / "TODO.md").read_text()
+    assert "- [ ] never use magic numbers, always use named constants (from `src/math.py:1`)" in todo
+    assert (repo / "src/old.py").read_text() == "x = 1  # TODO: an old note\n"
