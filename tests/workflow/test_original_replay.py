@@ -395,3 +395,31 @@ def test_code_todos_move_into_the_plan_and_out_of_the_code(repo, how):
     todo = (repo / "TODO.md").read_text()
     assert "- [ ] never use magic numbers, always use named constants (from `src/math.py:1`)" in todo
     assert (repo / "src/old.py").read_text() == "x = 1  # TODO: an old note\n"
+
+
+@pytest.mark.parametrize("phase,start", [
+    ("build", "🤖 plan: add multiply"),  # a plan to build
+    ("build", "👷 fix: tweak math.py"),  # the original's fix with items left: the build carries on
+    ("plan", "🌱 seed: initial task list"),
+])
+def test_inactivity_ends_with_exit_6_and_no_step_commit(repo, phase, start):
+    """The original gave up on a silent agent (agentInactivityTimeout) without committing the step:
+    gtd exits 6 (timeout), commits no 🔨/📝, and leaves the agent's partial work for the next run."""
+    silent = {"actions": [{"write": {"path": "src/math.py", "content": MATH}}, {"tool": {"name": "Compile",
+                                                                                        "input": {"command": "make"}}}]}
+    original_config(repo, [silent] if phase == "build" else [])
+    config = json.loads((repo / ".gtdrc.json").read_text())
+    script = json.loads((repo.parent / "script.json").read_text())
+    if phase == "plan":
+        script["plan"] = [{"actions": [{"write": {"path": "TODO.md", "content": PLANNED}}, *silent["actions"][1:]]}]
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    commit(repo, "chore: quick timeouts", {".gtdrc.json": json.dumps({**config, "agentInactivityTimeout": 30,
+                                                                      "timeouts": {"toolSeconds": 1}})})
+    commit(repo, "🤖 plan: add multiply" if phase == "build" else start, {"TODO.md": PLANNED if phase == "build" else SEED})
+    if start.startswith("👷"):
+        commit(repo, start, {"src/old.py": "x = 1\n"})
+    before = subjects(repo)
+    result = run_gtd("--all", cwd=repo)
+    assert result.returncode == 6, result.stderr
+    assert "no output from scripted for 1s" in " ".join(result.stderr.split())
+    assert subjects(repo) == before
