@@ -265,8 +265,8 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
 
 def classify_human_edits(repo: Path) -> HumanEdits | None:
     """Uncommitted edits are the person's. TODO.md edits and new TODO:/FIXME:/FIX:/HACK:/XXX: markers
-    (any case) are feedback; the rest is a fix. Editing only TODO.md's Learnings, or ticking items
-    by hand, is not feedback."""
+    (any case) are feedback; the rest is a fix. Ticks and learnings in TODO.md are feedback too (as
+    in the original gtd); one that only adds learnings leads on to learn, not to a re-plan."""
     changed = git.changes(repo)
     if not changed:
         return None
