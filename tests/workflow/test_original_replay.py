@@ -423,3 +423,22 @@ def test_inactivity_ends_with_exit_6_and_no_step_commit(repo, phase, start):
     assert result.returncode == 6, result.stderr
     assert "no output from scripted for 1s" in " ".join(result.stderr.split())
     assert subjects(repo) == before
+
+
+def test_code_only_todo_comment_survives_the_feedback_commit_and_moves_into_the_plan(repo):
+    """The original's todo-comments.feature: a staged code-only marker -> a feedback commit whose diff
+    has it, then a plan that holds it while the code no longer does."""
+    original_config(repo, [])
+    _replan_script(repo, "# Math Library\n\n## Action Items\n\n- [ ] add a subtract function to src/math.py\n"
+                   "  - Tests: `subtract(3, 1) == 2`\n")
+    commit(repo, "🤖 plan: initial plan", {"TODO.md": "# Math Library\n\n## Action Items\n\n"
+                                                     "- [ ] add a subtract function to src/math.py\n",
+                                         "src/math.py": "def add(a, b):\n    return a + b\n"})
+    (repo / "src/math.py").write_text("def add(a, b):\n    return a + b\n# TODO: add unit tests for the add function\n")
+    git(repo, "add", "src/math.py")
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert [s[0] for s in subjects(repo)[:2]] == ["📝", "💬"]
+    assert "+# TODO: add unit tests" in git(repo, "show", "HEAD~1")
+    assert "TODO:" not in (repo / "src/math.py").read_text()
+    assert "unit tests" in (repo / "TODO.md").read_text()
