@@ -442,3 +442,22 @@ def test_code_only_todo_comment_survives_the_feedback_commit_and_moves_into_the_
     assert "+# TODO: add unit tests" in git(repo, "show", "HEAD~1")
     assert "TODO:" not in (repo / "src/math.py").read_text()
     assert "unit tests" in (repo / "TODO.md").read_text()
+
+
+def test_learn_and_cleanup_after_a_learning_is_removed(repo):
+    """The original's 'Learn and cleanup': all built, the person drops a learning -> learn, then cleanup."""
+    original_config(repo, [])
+    script = json.loads((repo.parent / "script.json").read_text())
+    script["learn"] = [{"actions": [{"write": {"path": "AGENTS.md", "content": "- validate inputs at boundaries\n"}}]}]
+    (repo.parent / "script.json").write_text(json.dumps(script))
+    learned = "\n## Learnings\n\n- avoid magic numbers in business logic\n- always validate inputs at system boundaries\n"
+    commit(repo, "🌱 seed: initial task list", {"TODO.md": SEED})
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function",
+           {"src/math.py": MATH, "TODO.md": PLANNED.replace("- [ ]", "- [x]") + learned})
+    (repo / "TODO.md").write_text(PLANNED.replace("- [ ]", "- [x]") + learned.replace(
+        "- avoid magic numbers in business logic\n", ""))
+    result = run_gtd(cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert [s.split(":")[0] for s in subjects(repo)[:3]] == ["🧹 cleanup", "📚 learn", "💬 feedback"]
+    assert (repo / "AGENTS.md").exists() and not (repo / "TODO.md").exists()
