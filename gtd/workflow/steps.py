@@ -136,8 +136,7 @@ def infer_next(repo: Path, *, committing: Step | None = None, committing_learnin
         return infer(Next.IDLE, f"no {TODO_FILE}: write one with your goal, or run `gtd plan \"<goal>\"`", "no-todo")
     if last == Step.LEARN:
         return infer(Next.CLEANUP, "learnings are merged into AGENTS.md", "after-learn")
-    if last == Step.FEEDBACK and (committing_learnings_only if committing else
-                                  found is not None and _learnings_only_commit(repo, found.sha)):
+    if last == Step.FEEDBACK and _only_learnings_since(repo, committing, committing_learnings_only):
         if todo.unchecked() and not todo.build_errors():
             return infer(Next.BUILD, f"the feedback only added learnings; {len(todo.unchecked())} unchecked item(s) "
                          f"in {TODO_FILE}", "learnings-feedback-unbuilt")
@@ -204,6 +203,24 @@ def _by_learnings(text: str) -> tuple[list[str], list[str]]:
         if line.strip():
             (learned if inside else rest).append(line.rstrip())
     return rest, learned
+
+
+def _only_learnings_since(repo: Path, committing: Step | None, committing_learnings_only: bool) -> bool:
+    """The feedback since the last other workflow step (and the edits about to be committed, if any)
+    only changed TODO.md's learnings. Earlier feedback not planned yet still needs the planner."""
+    if committing and not committing_learnings_only:
+        return False
+    seen = committing_learnings_only
+    for sha, subject in git.log(repo):
+        step = step_of_subject(subject)
+        if step not in _WORKFLOW_STEPS:
+            continue
+        if step != Step.FEEDBACK:
+            return seen
+        if not _learnings_only_commit(repo, sha):
+            return False
+        seen = True
+    return seen
 
 
 def _learnings_only_commit(repo: Path, sha: str) -> bool:

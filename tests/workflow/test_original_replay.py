@@ -461,3 +461,18 @@ def test_learn_and_cleanup_after_a_learning_is_removed(repo):
     assert result.returncode == 0, result.stderr
     assert [s.split(":")[0] for s in subjects(repo)[:3]] == ["🧹 cleanup", "📚 learn", "💬 feedback"]
     assert (repo / "AGENTS.md").exists() and not (repo / "TODO.md").exists()
+
+
+def test_a_learning_after_unplanned_feedback_still_plans(repo):
+    """A learnings-only edit never skips feedback that was not planned yet (learn would remove TODO.md
+    with the person's request in it)."""
+    original_config(repo, [])
+    commit(repo, "🤖 plan: structured action items", {"TODO.md": PLANNED})
+    commit(repo, "🔨 build: implement multiply function", {"src/math.py": MATH, "TODO.md": DONE})
+    commit(repo, "💬 feedback: please add subtract", {"TODO.md": DONE + "\n> please add a subtract function\n"})
+    (repo / "TODO.md").write_text(DONE.replace("- use named constants\n", "- use named constants\n- prefer pure functions\n")
+                                  + "\n> please add a subtract function\n")
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert status["next"] == "plan", status
+    commit(repo, "💬 feedback: a learning", {})
+    assert json.loads(run_gtd("status", "--json", cwd=repo).stdout)["next"] == "plan"
