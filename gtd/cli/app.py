@@ -41,18 +41,18 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     run_all: Annotated[bool, typer.Option("--all", help="Keep going until the plan is done or a person is needed.")] = False,
-    single: Annotated[bool, typer.Option("--single", help="Run exactly one step (the default; the original gtd's spelling).")] = False,
+    single: Annotated[bool, typer.Option("--single", help="Run exactly one step; with uncommitted edits, only commit them (as the original gtd's --single).")] = False,
     provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
     non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-    directory: opt.Directory = None, json_events: opt.JsonEvents = False,
+    directory: opt.Directory = None, json_events: opt.JsonEvents = False, build_on_red: opt.BuildOnRed = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Run the next step (commit your edits as feedback/fix, then plan, build, learn or clean up)."""
-    options = RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events)
+    options = RunOptions(provider, model, level, non_interactive, quiet, verbose, directory, json_events, build_on_red)
     if run_all and single:
         raise GtdError("--all and --single contradict each other: pick one", exit_code=ExitCode.USAGE)
     if ctx.invoked_subcommand is None:
-        workflow_cmds.next_step(options, run_all)
+        workflow_cmds.next_step(options, run_all, single=single)
         return
     if run_all or single:
         raise GtdError(f"--{'all' if run_all else 'single'} applies to `gtd` alone, not to `gtd {ctx.invoked_subcommand}`"
@@ -68,7 +68,8 @@ def root(
         options.directory = None
     given = [name for name, value in (("--provider", provider), ("--model", model), ("--level", level),
                                       ("--non-interactive", non_interactive), ("--quiet", quiet),
-                                      ("--verbose", verbose), ("--json", json_events)) if value not in (None, False)]
+                                      ("--verbose", verbose), ("--json", json_events),
+                                      ("--build-on-red", build_on_red)) if value not in (None, False)]
     if given and ctx.invoked_subcommand not in workflow_cmds.RUN_COMMANDS:
         raise GtdError(f"{', '.join(given)} given before `{ctx.invoked_subcommand}`, which does not run the agent and "
                        "does not take it: leave it out", exit_code=ExitCode.USAGE)

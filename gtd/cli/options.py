@@ -16,6 +16,8 @@ NonInteractive = Annotated[bool, typer.Option("--non-interactive", help="Never a
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's text.")]
 Directory = Annotated[Optional[Path], typer.Option("--directory", "-C", help="Run as if started in this directory.")]
+BuildOnRed = Annotated[bool, typer.Option("--build-on-red", help="Build even when the tests are red before the "
+                                          "plan's first build step (this run's baselineTests: build).")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 JsonEvents = Annotated[bool, typer.Option("--json", help="Print a JSONL event stream on stdout (one object per "
                                           "line with an \"event\" key; see the README) for CI and scripts.")]

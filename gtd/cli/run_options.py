@@ -19,6 +19,7 @@ class RunOptions:
     verbose: bool = False
     directory: Path | None = None
     json: bool = False  # --json: JSONL events on stdout
+    build_on_red: bool = False  # --build-on-red: baselineTests `build` for this run
 
     @property
     def verbosity(self) -> int:
@@ -28,7 +29,10 @@ class RunOptions:
         """The command-line layer of the config."""
         from gtd.cli.context import config_flags
 
-        return config_flags(self.provider, self.model)
+        flags = config_flags(self.provider, self.model)
+        if self.build_on_red:
+            flags["baselineTests"] = "build"
+        return flags
 
     def merged(self, before: "RunOptions | None") -> "RunOptions":
         """These options (given after the subcommand) combined with those given before it

@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         one: Annotated[bool, typer.Option("--one", "--single", help="Build only the next item (package) and stop.")] = False,
         provider: opt.Provider = None, model: opt.Model = None, level: opt.LevelOpt = None,
         non_interactive: opt.NonInteractive = False, quiet: opt.Quiet = False, verbose: opt.Verbose = False,
-        directory: opt.Directory = None, json_events: opt.JsonEvents = False,
+        directory: opt.Directory = None, json_events: opt.JsonEvents = False, build_on_red: opt.BuildOnRed = False,
     ) -> None:
         """Run the build phase: item by item, tests after each, gtd ticks and commits (capped by maxBuildSteps).
 
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
           gtd build --non-interactive --json   # CI: never asks, exit 4 if approval is needed
         """
         run_phase(RunOptions(provider, model, level, non_interactive, quiet, verbose, directory,
-                             json_events).merged(typer_ctx.obj), "build", one=one)
+                             json_events, build_on_red).merged(typer_ctx.obj), "build", one=one)
 
     @app.command("learn")
     def learn_cmd(

@@ -67,14 +67,16 @@ def workflow(options: RunOptions) -> Iterator:
             ctx.run_lock.release()
 
 
-def next_step(options: RunOptions, run_all: bool) -> None:
+def next_step(options: RunOptions, run_all: bool, *, single: bool = False) -> None:
+    """`gtd`: one step; `--all` until blocked; `--single` stops after committing the person's edits
+    when there were any (the original gtd's --single: no chaining to the next step)."""
     from gtd.workflow.engine import run_next, run_until_blocked
 
     with workflow(options) as ctx:
         if run_all:
             run_until_blocked(ctx, max_steps=ctx.config.max_build_steps + 4)
         else:
-            run_next(ctx)
+            run_next(ctx, stop_after_edits=single)
 
 
 def run_phase(options: RunOptions, command: str, *, goal: str | None = None, one: bool = False) -> None:

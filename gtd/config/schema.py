@@ -155,9 +155,10 @@ class GtdConfig(ConfigModel):
     plan_retries: int = Field(2, ge=0, description="Times the agent is re-prompted when TODO.md is malformed.")
     max_build_steps: int = Field(50, gt=0, description="Hard cap on build steps in one `gtd build`.")
     items_per_step: int = Field(1, gt=0, description="How many unchecked items one build step hands the agent.")
-    baseline_tests: Literal["ask", "stop", "off"] = Field(
+    baseline_tests: Literal["ask", "stop", "build", "off"] = Field(
         "ask", description="Run the tests once before a plan's first build step. Red: `ask` asks in a terminal and "
-        "goes on with a warning headless; `stop` stops with exit 1 before any agent run; `off` skips the run.")
+        "stops with exit 1 headless (as the original gtd); `stop` always stops with exit 1 before any agent run; "
+        "`build` builds on red tests with a warning (`--build-on-red` for one run); `off` skips the run.")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 

@@ -70,10 +70,14 @@ def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) ->
                            "committed and checked on the next run), then run gtd again.")
     elif policy == "stop":
         raise GtdError("baseline tests fail before the first build step, so no agent run was spent (baselineTests: "
-                       "stop). Fix them (your fix is committed and checked on the next run), or set baselineTests to "
-                       "`ask` to build on red tests.")
+                       "stop). Fix them (your fix is committed and checked on the next run), or run with "
+                       "--build-on-red (or set baselineTests to `build`) to build on red tests.")
+    elif policy == "ask":  # headless: nobody to ask, so stop as the original gtd did
+        raise GtdError("baseline tests fail before the first build step, so no agent run was spent (no terminal to "
+                       "ask). Fix them (your fix is committed and checked on the next run), or run with --build-on-red "
+                       "(or set baselineTests to `build`) to build on red tests.")
     else:
-        ctx.progress.warn("building anyway (no terminal to ask; `baselineTests: stop` makes this stop instead)")
+        ctx.progress.warn("building anyway on red tests (baselineTests: build / --build-on-red)")
     ctx.audit.record("baseline_red_accepted")
     return False
 

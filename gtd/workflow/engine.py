@@ -41,10 +41,17 @@ def _fix_at_head(ctx: RunContext) -> HumanEdits | None:
     return HumanEdits(Step.FIX, files, False, fix_paths=files)
 
 
-def run_next(ctx: RunContext) -> Inference:
+def run_next(ctx: RunContext, *, stop_after_edits: bool = False) -> Inference:
     """Commit the person's edits, then run exactly one step. Returns what was inferred. A fix with
-    nothing left to build (just committed, or found at HEAD) is checked by the tests first."""
-    check_fix(ctx, commit_human_edits(ctx.repo, ctx.progress) or _fix_at_head(ctx))
+    nothing left to build (just committed, or found at HEAD) is checked by the tests first.
+    `stop_after_edits` (--single): when there were edits to commit, committing them is the step."""
+    edits = commit_human_edits(ctx.repo, ctx.progress)
+    if edits is not None and stop_after_edits:
+        inference = infer_next(ctx.repo)
+        ctx.audit.record("next_step", next="stop", reason="--single: the edits were committed", rule="single")
+        ctx.progress.info(f"committed your edits (--single): next is {inference.next.value}; run `gtd` to go on")
+        return inference
+    check_fix(ctx, edits or _fix_at_head(ctx))
     inference = infer_next(ctx.repo)
     ctx.audit.record("next_step", next=inference.next.value, reason=inference.reason, rule=inference.rule)
     if inference.next == Next.PLAN:

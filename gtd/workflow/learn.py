@@ -71,12 +71,37 @@ def story(todo: Todo | None) -> str:
     return "\n\n".join(parts)
 
 
+MAX_SEED_CHARS = 4000
+
+
+def _is_seed(subject: str) -> bool:
+    """A plan's seed commit: gtd's `💬 feedback: seed…`, the original's 🌱 (and 🧭 explore)."""
+    return subject.startswith((message(Step.FEEDBACK, "seed"), "🌱", "🧭"))
+
+
+def seed_text(repo) -> str:
+    """What the person first wrote into TODO.md for this plan (the lines its seed commit added), as
+    the original's cleanup body recorded it; empty when the history has no seed since the last cleanup."""
+    from gtd.workflow.steps import step_of_subject
+
+    for sha, subject in git.log(repo):
+        if step_of_subject(subject) == Step.CLEANUP:
+            return ""
+        if _is_seed(subject):
+            diff = git.git(repo, "show", "--format=", "--no-color", sha, "--", TODO_FILE, check=False)
+            added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+            text = "\n".join(line for line in added if line.strip() != "<!-- goal -->").strip()
+            return text[:MAX_SEED_CHARS]
+    return ""
+
+
 def cleanup(ctx: RunContext, title: str | None = None) -> str | None:
     todo = read_todo(ctx.repo)
     if title is None:
         title = (todo.title if todo else None) or "plan"
+    seed = seed_text(ctx.repo)
     remove_todo(ctx.repo)
-    body = story(todo)
+    body = "\n\n".join(part for part in (f"## Seed\n\n{seed}" if seed else "", story(todo)) if part)
     sha = git.commit_all(ctx.repo, message(Step.CLEANUP, f"remove {TODO_FILE} ({title})") + (f"\n\n{body}" if body else ""))
     ctx.audit.record("step", step="cleanup", commit=sha)
     if sha:

@@ -67,8 +67,18 @@ def normalized(text: str) -> str:
         except Exception:  # noqa: BLE001 - a formatter bug must never lose the person's plan
             return text
     before, after = parse_todo(text), parse_todo(formatted)
-    same = [(i.text, i.done, i.package) for i in before.items] == [(i.text, i.done, i.package) for i in after.items]
-    return formatted if same and before.title == after.title else text
+    same = _items(before) == _items(after)
+    return formatted if same and _words(before.title) == _words(after.title) else text
+
+
+def _words(text: str | None) -> str | None:
+    """Text with runs of whitespace as one space: in Markdown prose they render the same, and mdformat
+    collapses them (`that   multiplies` is the same item as `that multiplies`)."""
+    return None if text is None else " ".join(text.split())
+
+
+def _items(todo) -> list[tuple]:
+    return [(_words(i.text), i.done, i.package and _words(i.package)) for i in todo.items]
 
 
 _prepared = False

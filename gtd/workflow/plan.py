@@ -12,10 +12,10 @@ from gtd.workflow import git
 from gtd.workflow.context import RunContext
 from gtd.workflow import markdown
 from gtd.workflow.markdown import normalize_todo
-from gtd.workflow.markers import remove_absorbed
+from gtd.workflow.markers import carry_feedback_markers, remove_absorbed
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.steps import Step, commit_human_edits, marker_lines, marker_search, message, step_of_subject
-from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, write_todo
+from gtd.workflow.todo import TODO_FILE, read_todo, read_todo_text, with_optional_sections, write_todo
 
 AGENTS_FILE = "AGENTS.md"
 
@@ -65,13 +65,24 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
     system = render("system_plan")
     for attempt in range(ctx.config.plan_retries + 1):
         agent.ask(prompt, system_prompt=system, editable_paths=[TODO_FILE])
+        text = read_todo_text(ctx.repo)
+        if text is not None and with_optional_sections(text) != text:
+            write_todo(ctx.repo, with_optional_sections(text))  # a minimal plan (no Open questions/Learnings) stands
+            ctx.progress.info(f"added the empty `## Open questions` / `## Learnings` sections {TODO_FILE} lacked")
         todo = read_todo(ctx.repo)
         errors = todo.errors() if todo else [f"{TODO_FILE} does not exist"]
         if not errors:
             markers = marker_search(ctx.repo)  # searches the code (never TODO.md) while TODO.md is formatted
             normalize_todo(ctx.repo)
+            entries = marker_lines(ctx.repo, limit=1000, search=markers)
+            planned = read_todo_text(ctx.repo) or ""
+            carried = carry_feedback_markers(ctx.repo, planned, entries)
+            if carried != planned:  # the person's new markers the plan left out become items citing them
+                write_todo(ctx.repo, carried)
+                normalize_todo(ctx.repo)
+                todo = read_todo(ctx.repo) or todo
             left: dict[str, str] = {}
-            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", search=markers, left=left)
+            absorbed = remove_absorbed(ctx.repo, read_todo_text(ctx.repo) or "", entries=entries, left=left)
             if absorbed:
                 ctx.progress.info(f"removed the marker(s) the plan took over from the code: {markup(', '.join(absorbed))}")
             for path, why in left.items():

@@ -14,7 +14,7 @@ from pathlib import Path
 from gtd import workspace_files
 from gtd.record import field, record
 from gtd.workflow import git
-from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo
+from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo, read_todo_text
 
 
 class Step(str, Enum):
@@ -118,10 +118,10 @@ class Inference:
                                                             "step": self.commit.step.value}}
 
 
-def infer_next(repo: Path, *, committing: Step | None = None) -> Inference:
+def infer_next(repo: Path, *, committing: Step | None = None, committing_learnings_only: bool = False) -> Inference:
     """What `gtd` should do now, from committed history and the current TODO.md. `committing`: the
     workflow step the person's uncommitted edits are about to be committed as (gtd status asks
-    what happens once they are)."""
+    what happens once they are); `committing_learnings_only`: those edits touch only Learnings."""
     found = last_workflow_commit(repo)
     last = committing or (found.step if found else None)
     todo = read_todo(repo)
@@ -136,6 +136,12 @@ def infer_next(repo: Path, *, committing: Step | None = None) -> Inference:
         return infer(Next.IDLE, f"no {TODO_FILE}: write one with your goal, or run `gtd plan \"<goal>\"`", "no-todo")
     if last == Step.LEARN:
         return infer(Next.CLEANUP, "learnings are merged into AGENTS.md", "after-learn")
+    if last == Step.FEEDBACK and _only_learnings_since(repo, committing, committing_learnings_only):
+        if todo.unchecked() and not todo.build_errors():
+            return infer(Next.BUILD, f"the feedback only added learnings; {len(todo.unchecked())} unchecked item(s) "
+                         f"in {TODO_FILE}", "learnings-feedback-unbuilt")
+        return infer(Next.LEARN, "the feedback only changed the plan's learnings: nothing to plan again",
+                     "learnings-feedback")
     if last in (None, Step.FEEDBACK, Step.CLEANUP):
         return infer(Next.PLAN, f"new goal or feedback to plan in {TODO_FILE}", "after-feedback")
     errors = todo.build_errors()
@@ -160,6 +166,7 @@ class HumanEdits:
     fix_paths: list[str] = field(default_factory=list)  # files (or parts) that went into the 🔧 commit
     feedback_paths: list[str] = field(default_factory=list)  # files (or parts) that went into the 💬 commit
     commits: list[str] = field(default_factory=list)
+    learnings_only: bool = False  # the feedback is an edit of TODO.md's Learnings alone
 
 
 @record
@@ -167,28 +174,61 @@ class _Split:
     feedback_files: list[str] = field(default_factory=list)  # wholly feedback
     fix_files: list[str] = field(default_factory=list)  # wholly fix
     mixed: dict[str, str] = field(default_factory=dict)  # path -> the patch of its fix hunks only
+    learnings_only: bool = False  # the TODO.md edit touched only its Learnings
 
 
-def _bookkeeping_only(repo: Path, in_head: bool) -> bool:
-    """The TODO.md change only adds learnings and/or ticks items the person did by hand: nothing
-    for the agent to plan (so it leads on to build or learn, not to a re-plan). `in_head`: whether
-    HEAD may hold a TODO.md to compare with."""
-    old = git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False) if in_head else ""
-    new = read_todo(repo)
-    if not old or new is None:
+def learnings_only(old: str | None, new: str | None) -> bool:
+    """Whether a TODO.md change touched only its `## Learnings` section: the original gtd went on to
+    learn after such a feedback commit instead of planning again."""
+    if not old or not new or old == new:
         return False
-    return "".join(new.lines) != old and _plan_content(parse_todo(old).lines) == _plan_content(new.lines)
+    (old_rest, old_learned), (new_rest, new_learned) = _by_learnings(old), _by_learnings(new)
+    # Prose or a blockquote appended at the end of the file (under Learnings, the last section) is a
+    # request to the planner, not a learning: learnings are list items.
+    added = [line for line in new_learned if line not in old_learned]
+    return old_rest == new_rest and all(_LEARNING_LINE.match(line) for line in added)
 
 
-def _plan_content(lines: list[str]) -> list[str]:
-    """The lines that matter for planning: without the Learnings section, ticks undone."""
-    kept, skipping = [], False
-    for line in lines:
+_LEARNING_LINE = re.compile(r"^(\s*([-*+]|\d+[.)])\s|\s+[^\s>])")
+
+
+def _by_learnings(text: str) -> tuple[list[str], list[str]]:
+    """TODO.md's non-blank lines outside the Learnings section, and those in it (without its heading)."""
+    rest, learned, inside = [], [], False
+    for line in parse_todo(text).lines:
         if line.startswith("## "):
-            skipping = line[3:].strip().lower() == "learnings"
-        if not skipping and line.strip():
-            kept.append(re.sub(r"^([-*+] )\[[xX]\]", r"\1[ ]", line.rstrip()))
-    return kept
+            inside = line[3:].strip().lower() == "learnings"
+            if inside:
+                continue
+        if line.strip():
+            (learned if inside else rest).append(line.rstrip())
+    return rest, learned
+
+
+def _only_learnings_since(repo: Path, committing: Step | None, committing_learnings_only: bool) -> bool:
+    """The feedback since the last other workflow step (and the edits about to be committed, if any)
+    only changed TODO.md's learnings. Earlier feedback not planned yet still needs the planner."""
+    if committing and not committing_learnings_only:
+        return False
+    seen = committing_learnings_only
+    for sha, subject in git.log(repo):
+        step = step_of_subject(subject)
+        if step not in _WORKFLOW_STEPS:
+            continue
+        if step != Step.FEEDBACK:
+            return seen
+        if not _learnings_only_commit(repo, sha):
+            return False
+        seen = True
+    return seen
+
+
+def _learnings_only_commit(repo: Path, sha: str) -> bool:
+    """A commit that changed TODO.md's Learnings and nothing else."""
+    if [line.split("\t", 1)[-1] for line in git.commit_files(repo, sha)] != [TODO_FILE]:
+        return False
+    return learnings_only(git.git(repo, "show", f"{sha}^:{TODO_FILE}", check=False),
+                          git.git(repo, "show", f"{sha}:{TODO_FILE}", check=False))
 
 
 def _hunks(diff: str) -> tuple[str, list[str]]:
@@ -217,8 +257,10 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
     diffs = git.diffs_from_head(repo, [c.path for c in changed if c.path != TODO_FILE and c.status != "??"]) \
         if has_head else {}
     for change in changed:
-        if change.path == TODO_FILE:
-            (split.fix_files if _bookkeeping_only(repo, todo_in_head) else split.feedback_files).append(change.path)
+        if change.path == TODO_FILE:  # any edit of it is feedback, ticks and learnings too (as the original)
+            split.feedback_files.append(change.path)
+            split.learnings_only = todo_in_head and learnings_only(
+                git.git(repo, "show", f"HEAD:{TODO_FILE}", check=False), read_todo_text(repo))
         elif change.status == "??":
             try:
                 text = workspace_files.read_text(repo, change.path)
@@ -240,8 +282,8 @@ def _split(repo: Path, changed: list[git.Change]) -> _Split:
 
 def classify_human_edits(repo: Path) -> HumanEdits | None:
     """Uncommitted edits are the person's. TODO.md edits and new TODO:/FIXME:/FIX:/HACK:/XXX: markers
-    (any case) are feedback; the rest is a fix. Editing only TODO.md's Learnings, or ticking items
-    by hand, is not feedback."""
+    (any case) are feedback; the rest is a fix. Ticks and learnings in TODO.md are feedback too (as
+    in the original gtd); one that only adds learnings leads on to learn, not to a re-plan."""
     changed = git.changes(repo)
     if not changed:
         return None
@@ -257,7 +299,8 @@ def _classify(repo: Path, changed: list[git.Change]) -> tuple[HumanEdits, _Split
         todo_change.status in ("??", "A ") or last_workflow_step(repo) in (None, Step.CLEANUP))
     return HumanEdits(Step.FEEDBACK if feedback else Step.FIX, [c.path for c in changed], seed,
                       fix_paths=split.fix_files + list(split.mixed),
-                      feedback_paths=split.feedback_files + list(split.mixed)), split
+                      feedback_paths=split.feedback_files + list(split.mixed),
+                      learnings_only=split.learnings_only and split.feedback_files == [TODO_FILE] and not split.mixed), split
 
 
 @record
@@ -379,7 +422,7 @@ def predict(repo: Path) -> dict:
                                        ([f"{PREFIX[Step.FIX]} fix"] if edits.fix_paths else []) +
                                        ([f"{PREFIX[Step.FEEDBACK]} feedback"] if edits.feedback_paths else [])))}
         if edits.step == Step.FEEDBACK:
-            inference = infer_next(repo, committing=Step.FEEDBACK)
+            inference = infer_next(repo, committing=Step.FEEDBACK, committing_learnings_only=edits.learnings_only)
             result.update(inference.to_json())
             if inference.next == Next.PLAN:
                 why = "TODO.md changed" if TODO_FILE in edits.feedback_paths else \

@@ -7,7 +7,11 @@ says so loudly and the build commit's body records that the step was not tested.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import stat
+import subprocess
 from pathlib import Path
 
 from gtd import workspace_files
@@ -97,6 +101,55 @@ def _pytest(root: Path, source: str) -> TestCommand:
     return TestCommand("python3 -m pytest -q", source)
 
 
+def _venv_has_pytest(root: Path, venv: str) -> bool:
+    """Whether the project's own virtualenv has pytest installed (a regular file, never through a symlink)."""
+    for lib in ("lib", "lib64"):
+        try:  # only real directories are listed: a symlinked venv or lib is not the project's own
+            if not all(stat.S_ISDIR(os.lstat(root / part).st_mode) for part in (venv, f"{venv}/{lib}")):
+                continue
+            versions = [p.name for p in (root / venv / lib).iterdir() if p.name.startswith("python")]
+        except OSError:
+            continue
+        if any(_there(root, f"{venv}/{lib}/{v}/site-packages/pytest/__init__.py") for v in versions):
+            return True
+    return False
+
+
+def _path_python_has_pytest() -> bool:
+    """Whether `python3 -m pytest` would work with the python3 first on PATH: asked in isolated mode (-I)
+    from / so nothing in the workspace (a planted pytest.py) can answer or run."""
+    python = shutil.which("python3")
+    if python is None:
+        return False
+    try:
+        return subprocess.run([python, "-I", "-c", "import importlib.util, sys; "
+                               "sys.exit(importlib.util.find_spec('pytest') is None)"], cwd="/",
+                              capture_output=True, timeout=20, env={"PATH": os.environ.get("PATH", "")}).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _bare_python_tests(root: Path) -> TestCommand | None:
+    """Test files with no Python project around them (no pyproject.toml, setup.py or conftest.py):
+    pytest when the project's environment has it, else the standard library's unittest."""
+    from gtd.workflow import git
+
+    in_tests = bool(git.git(root, "ls-files", "--", "tests/test_*.py", check=False).strip())
+    if not in_tests and not git.git(root, "ls-files", "--", "test_*.py", check=False).strip():
+        return None
+    where = "tests/test_*.py" if in_tests else "test_*.py"
+    discover = "discover -s tests" if in_tests else "discover"
+    for venv in PROJECT_VENVS:
+        if _there(root, f"{venv}/pyvenv.cfg"):
+            if _venv_has_pytest(root, venv):
+                return TestCommand(f"{venv}/bin/python -m pytest -q", f"{where} files; pytest is in the project's {venv}")
+            return TestCommand(f"{venv}/bin/python -m unittest {discover}",
+                               f"{where} files; no pytest in the project's {venv}, so unittest")
+    if _path_python_has_pytest():
+        return TestCommand("python3 -m pytest -q", f"{where} files; pytest is importable by python3 on PATH")
+    return TestCommand(f"python3 -m unittest {discover}", f"{where} files; no pytest for python3 on PATH, so unittest")
+
+
 def _make_test(root: Path) -> bool:
     for name in ("Makefile", "makefile", "GNUmakefile"):
         if re.search(r"^test\s*:", _text(root, name) or "", re.MULTILINE):
@@ -122,7 +175,7 @@ def detect(root: Path) -> TestCommand:
         return TestCommand("cargo test", "Cargo.toml")
     if _there(root, "go.mod"):
         return TestCommand("go test ./...", "go.mod")
-    return TestCommand(None, "")
+    return _bare_python_tests(root) or TestCommand(None, "")
 
 
 def propose(root: Path) -> TestCommand:

@@ -122,6 +122,32 @@ class Todo:
         return "".join(lines)
 
 
+OPTIONAL_SECTIONS = ("Open questions", "Learnings")
+
+
+def with_optional_sections(text: str) -> str:
+    """The plan with the empty `## Open questions` / `## Learnings` sections it lacks added in their
+    place (the original gtd did not require them; gtd's plan always has them). Unchanged when
+    `## Action items` is missing: that plan is not accepted anyway."""
+    todo = parse_todo(text)
+    if "Action items" not in todo.sections:
+        return text
+    lines = list(todo.lines)
+    for name in OPTIONAL_SECTIONS:
+        if name in todo.sections:
+            continue
+        later = [i for i, line in enumerate(lines) if line.startswith("## ") and
+                 line[3:].strip().lower() in [s.lower() for s in SECTIONS[SECTIONS.index(name) + 1:]]]
+        block = [f"## {name}\n", "\n"]
+        if later:
+            lines[later[0]:later[0]] = block
+        else:
+            if lines and not lines[-1].endswith("\n"):
+                lines[-1] += "\n"
+            lines += (["\n"] if lines and lines[-1].strip() else []) + block
+    return "".join(lines).rstrip("\n") + "\n"
+
+
 def parse_todo(text: str) -> Todo:
     lines = text.splitlines(keepends=True)
     title = None

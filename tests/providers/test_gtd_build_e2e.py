@@ -42,7 +42,7 @@ GTD_TIMEOUT = 300  # seconds for one `gtd build` (the CLIs start slowly on a sha
 @pytest.fixture
 def planned(repo):
     """The shared `repo` (one commit) with gtd configured and a valid plan committed as a plan step."""
-    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": TEST_COMMAND, "testRetries": 1,
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": TEST_COMMAND, "testRetries": 1, "baselineTests": "build",
                                                   "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")

@@ -94,3 +94,49 @@ def test_absorbed_marker_comments_are_cut_and_code_is_never_cut():
     assert strip_marker("a = 1; /* TODO: x */ b = 2\n", (7, 21)) == "a = 1; /* TODO: x */ b = 2\n"  # code after
     assert cited("see app.py:27 and notes.py:1", "app.py", 27)
     assert not cited("see app.py:270", "app.py", 27) and not cited("see myapp.py:27", "app.py", 27)
+
+
+def _bare_tests_repo(tmp_path):
+    """Only tests/test_*.py: no pyproject.toml, setup.py or conftest.py (git-tracked, as detection reads)."""
+    import subprocess
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_math.py").write_text("import unittest\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_bare_test_files_use_unittest_without_pytest_on_path(tmp_path, monkeypatch):
+    root = _bare_tests_repo(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the system python3, which has no pytest
+    found = detect(root)
+    assert found.command == "python3 -m unittest discover -s tests"
+    assert "no pytest for python3 on PATH, so unittest" in found.describe()
+
+
+def test_bare_test_files_use_pytest_when_python_on_path_has_it(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    root = _bare_tests_repo(tmp_path)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")  # gtd's venv: pytest installed
+    found = detect(root)
+    assert found.command == "python3 -m pytest -q"
+    assert "pytest is importable by python3 on PATH" in found.describe()
+    (root / "pytest.py").write_text("raise SystemExit(0)\n")  # a planted module never answers for the host
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert detect(root).command == "python3 -m unittest discover -s tests"
+
+
+def test_bare_test_files_use_the_projects_venv(tmp_path, monkeypatch):
+    root = _bare_tests_repo(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    site = root / ".venv" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert detect(root).command == ".venv/bin/python -m unittest discover -s tests"
+    (site / "pytest").mkdir()
+    (site / "pytest" / "__init__.py").write_text("")
+    found = detect(root)
+    assert found.command == ".venv/bin/python -m pytest -q" and "pytest is in the project's .venv" in found.source

@@ -92,11 +92,17 @@ def test_red_baseline_is_said_before_any_agent_run_and_can_stop_it(repo):
     assert agent_runs(repo, "build") == 0 and subjects(repo) == before
 
 
-def test_red_baseline_headless_by_default_warns_builds_and_records_it(repo):
+def test_red_baseline_headless_stops_unless_build_on_red_then_records_it(repo):
+    """Headless with the default `ask`: nobody to ask, so exit 1 before any agent run (the original gtd);
+    --build-on-red builds anyway and records the red baseline."""
     setup_repo(repo, write_script(repo, [GOOD]), test_command="test -f count.py && python3 -m unittest -q")
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0
+    before = subjects(repo)
     result = run_gtd("build", cwd=repo)
+    assert result.returncode == 1 and "no terminal to ask" in result.stderr and "--build-on-red" in result.stderr
+    assert agent_runs(repo, "build") == 0 and subjects(repo) == before
+    result = run_gtd("build", "--build-on-red", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert result.stderr.index("baseline tests FAIL") < result.stderr.index("write count.py")  # said before the agent ran
     assert "Baseline: the tests were already red" in git(repo, "log", "-1", "--format=%b")
@@ -193,15 +199,16 @@ def test_fix_hunks_and_feedback_hunks_go_into_separate_commits(repo):
     assert "app.py" in git(repo, "show", "--name-only", "--format=", "HEAD")
 
 
-def test_editing_only_learnings_or_ticking_by_hand_is_not_feedback(repo):
+def test_ticking_by_hand_with_learnings_is_feedback_and_replans(repo):
+    """The original gtd: learnings and items both changed -> feedback, and the plan is made again."""
     setup_repo(repo, write_script(repo, [GOOD]))
     (repo / "TODO.md").write_text(PLAN)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "📝 plan: Counter")
     (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]") + "- Keep it small.\n")
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
-    assert status["next"] == "learn", status
-    assert status["pending_edits"]["fix"] == ["TODO.md"]
+    assert status["next"] == "plan", status
+    assert status["pending_edits"]["feedback"] == ["TODO.md"] and status["pending_edits"]["fix"] == []
 
 
 def test_a_persons_fix_with_nothing_left_to_build_is_checked(repo):
