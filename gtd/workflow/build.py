@@ -13,7 +13,7 @@ from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.terminal_text import markup
-from gtd.workflow import git, testcmd
+from gtd.workflow import git, leftovers, testcmd
 from gtd.workflow.context import RunContext
 from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.phase_agent import PhaseAgent
@@ -74,6 +74,31 @@ def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) ->
     return False
 
 
+def _carried_work(ctx: RunContext) -> leftovers.AgentWork | None:
+    """A stopped build step's unfinished work, which this step carries on (its session resumed)."""
+    carried = leftovers.pending(ctx.repo)
+    if carried is None or carried.phase != Phase.BUILD.value:
+        return None
+    resumed = carried.session and carried.provider == ctx.provider.name
+    ctx.progress.info(f"carrying on with the agent's unfinished work ({markup(', '.join(carried.all_paths[:5]))}"
+                      f"{' …' if len(carried.all_paths) > 5 else ''}; stopped: {markup(carried.reason or 'unknown')})"
+                      + (f", resuming its {markup(carried.provider)} session" if resumed else ", in a fresh session"))
+    return carried
+
+
+def _carry_on(ctx: RunContext, agent: PhaseAgent, carried: leftovers.AgentWork, items: list[Item],
+              tests: testcmd.TestCommand, full_prompt: str) -> str:
+    """The prompt for carrying a stopped step on: a resumed session knows the task and hears only where it
+    stands; a fresh one (the session could not be resumed) is told that and given the whole task."""
+    values = dict(items="\n".join(_describe_item(i) for i in items), why=carried.reason or "unknown",
+                  paths=", ".join(carried.all_paths), test_command=tests.command or "(none configured)",
+                  edited=(f"The person edited {', '.join(carried.edited)} since: keep their edits.\n"
+                          if carried.edited else ""))
+    agent.fresh_prompt = render("build_carry_on", **values, context="\n" + full_prompt)
+    resumed = carried.session and carried.provider == ctx.provider.name
+    return render("build_carry_on", **values, context="") if resumed else agent.fresh_prompt
+
+
 def build_step(ctx: RunContext) -> str | None:
     """Build the next package of unchecked items. Returns the commit sha, or None if nothing is left."""
     commit_human_edits(ctx.repo, ctx.progress)
@@ -99,6 +124,7 @@ def build_step(ctx: RunContext) -> str | None:
     else:
         ctx.progress.info(markup(tests.describe()))
     agent = PhaseAgent(ctx, Phase.BUILD)
+    carried = _carried_work(ctx)
     baseline_red = False
     if tests.command and ctx.config.baseline_tests != "off" and not built_since_plan(ctx.repo) \
             and not git.changes(ctx.repo):  # (not when carrying on with a stopped step's work)
@@ -106,6 +132,8 @@ def build_step(ctx: RunContext) -> str | None:
     prompt = render("build", items="\n".join(_describe_item(i) for i in items),
                     test_command=tests.command or "(none configured)", todo=read_text(ctx, TODO_FILE),
                     agents=read_text(ctx, AGENTS_FILE))
+    if carried is not None:
+        prompt = _carry_on(ctx, agent, carried, items, tests, prompt)
     system = render("system_build")
     attempts = ctx.config.test_retries + 1
     attempt, unchanged_left = 1, NO_CHANGE_RETRIES
@@ -118,8 +146,8 @@ def build_step(ctx: RunContext) -> str | None:
                 ctx.progress.warn("the agent changed nothing: asking it again to do the item(s)")
                 prompt = render("build_unchanged", items="\n".join(_describe_item(i) for i in items))
                 continue
-            raise GtdError(f"the agent changed nothing for: {label}. The item(s) stay unticked and nothing was "
-                           f"committed. Do them yourself (gtd commits your fix), or reword them in {TODO_FILE}.")
+            raise GtdError(f"the agent changed nothing for: {label}. The item(s) stay unticked and no build step "
+                           f"was committed. Do them yourself (gtd commits your fix), or reword them in {TODO_FILE}.")
         if not tests.command:
             break
         ctx.progress.info(f"running tests: [bold]{markup(tests.command)}[/bold]")
@@ -130,7 +158,8 @@ def build_step(ctx: RunContext) -> str | None:
         ctx.progress.warn(f"tests failed (attempt {attempt} of {attempts})")
         if attempt == attempts:
             raise GtdError(f"tests still fail after {attempts} attempt(s) on: {label}. The agent's changes are left "
-                           "uncommitted for you to inspect; fix them and run `gtd` again.\n" + run.output[-2000:])
+                           "uncommitted for you to inspect: the next run carries them on (edit them if you like: your "
+                           "edits stay in and the step's commit names them).\n" + run.output[-2000:])
         prompt = render("build_retry", test_command=tests.command, attempt=attempt, attempts=attempts,
                         test_output=run.output[-MAX_TEST_OUTPUT_CHARS:])
         attempt += 1
@@ -142,6 +171,9 @@ def build_step(ctx: RunContext) -> str | None:
             if tests.command else testcmd.NOT_TESTED_NOTE]
     if baseline_red:
         body.append("Baseline: the tests were already red before this plan's first build step.")
+    if carried is not None and carried.edited:
+        body.append("Also holds the person's edits to " + ", ".join(carried.edited) + ", made in the agent's unfinished "
+                    "work while the step was stopped.")
     from gtd.workflow.unsafe import find_unsafe
 
     unsafe = find_unsafe([c.path for c in git.changes(ctx.repo) if c.status == "??"])
@@ -153,6 +185,7 @@ def build_step(ctx: RunContext) -> str | None:
     sha = git.commit_all(ctx.repo, message(Step.BUILD, label) + "\n\n" + "\n".join(body),
                          leave_out=[e.path for e in unsafe])
     ctx.audit.record("step", step="build", items=[i.text for i in items], commit=sha)
+    leftovers.forget(ctx.repo)  # the agent's work is committed: nothing of it is unfinished any more
     if sha:
         ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
     ctx.progress.info(f"[green]✓ build[/green] {markup(label)}")
