@@ -13,7 +13,7 @@ from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.terminal_text import markup
-from gtd.workflow import git, leftovers, testcmd
+from gtd.workflow import git, green, leftovers, testcmd
 from gtd.workflow.context import RunContext
 from gtd.workflow.markdown import normalize_todo
 from gtd.workflow.phase_agent import PhaseAgent
@@ -41,6 +41,7 @@ def check_tests(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand, 
     run = agent.run_tests(tests.command or "")
     ctx.audit.record("test_check", why=why, passed=run.passed)
     if run.passed:
+        green.record(ctx.repo, tests.command or "")
         ctx.progress.info("[green]✓ tests pass[/green]")
         return
     raise GtdError(f"tests fail {why}: `{tests.command}` exited with {run.exit_code}.\n" + run.output[-3000:])
@@ -48,11 +49,18 @@ def check_tests(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand, 
 
 def _baseline(ctx: RunContext, agent: PhaseAgent, tests: testcmd.TestCommand) -> bool:
     """Before the plan's first build step: are the tests green before the agent touches anything?
-    Returns False when they are red and the person (or `baselineTests`) chose to build anyway."""
+    Returns False when they are red and the person (or `baselineTests`) chose to build anyway. Skipped
+    when a green full run of the same command already tested exactly this code (gtd.workflow.green)."""
+    if green.last_green(ctx.repo, tests.command or "") is not None:
+        ctx.progress.info("baseline: skipped: the last green full test run tested exactly this code (only gtd's "
+                          "own TODO.md/AGENTS.md changed since)")
+        ctx.audit.record("baseline_skipped", why="same code as the last green full test run")
+        return True
     ctx.progress.info(f"baseline: running the tests before the first build step: [bold]{markup(tests.command or '')}[/bold]")
     run = agent.run_tests(tests.command or "")
     ctx.audit.record("baseline_tests", passed=run.passed, exit_code=run.exit_code)
     if run.passed:
+        green.record(ctx.repo, tests.command or "")
         ctx.progress.info("[green]✓ baseline tests pass[/green]")
         return True
     ctx.progress.warn(f"baseline tests FAIL before any build step (`{tests.command}` exited with {run.exit_code}):\n"
@@ -153,6 +161,7 @@ def build_step(ctx: RunContext) -> str | None:
         ctx.progress.info(f"running tests: [bold]{markup(tests.command)}[/bold]")
         run = agent.run_tests(tests.command)
         if run.passed:
+            green.record(ctx.repo, tests.command)
             ctx.progress.info("[green]✓ tests pass[/green]")
             break
         ctx.progress.warn(f"tests failed (attempt {attempt} of {attempts})")

@@ -51,10 +51,11 @@ class AgentWork:
         return sorted(self.paths + self.edited)
 
 
-def worktree_tree(repo: Path) -> str:
-    """The git tree id of the whole work tree as it is now (untracked files included, ignored ones not),
-    via a throw-away index so the real index is left alone. It starts as a copy of the real index, so
-    git re-reads only the files whose stat changed (a fresh index would hash every file each time)."""
+def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = ()) -> str:
+    """The git tree id of the whole work tree as it is now (untracked files included, ignored ones not;
+    `leave_out` paths left out), via a throw-away index so the real index is left alone. It starts as a
+    copy of the real index, so git re-reads only the files whose stat changed (a fresh index would hash
+    every file each time)."""
     import shutil
 
     with git.temporary_index() as env:
@@ -65,6 +66,9 @@ def worktree_tree(repo: Path) -> str:
             if git.has_commits(repo):
                 git.git(repo, "read-tree", "HEAD", env=env)
         git.git(repo, "add", "-A", env=env)
+        if leave_out:
+            git.git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out,
+                    env=env)
         return git.git(repo, "write-tree", env=env).strip()
 
 
