@@ -28,14 +28,18 @@ def agent_processes(marker: str) -> list[int]:
     return [int(line.split()[0]) for line in out.splitlines() if marker in line and "ps -eo" not in line]
 
 
-@pytest.mark.parametrize("stopped_with", ["scripted", "claude"])
+@pytest.mark.parametrize("stopped_with", ["scripted", "claude", "refused"])
 def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, stopped_with):
     """`claude`: the stopped run's record names another CLI, whose session this one cannot resume: a fresh
-    session is told what is already there and given the whole task."""
+    session is told what is already there and given the whole task. `refused`: the resumed session fails
+    (no turn of the script answers the short carry-on prompt), and a fresh session carries on instead."""
     marker = f"sleep {600 + os.getpid() % 10000}.25"
     script = {"plan": [{"actions": [{"write": {"path": "TODO.md", "content": PLAN}}]}],
-              "build": [{"when": ["Carry on", "half.txt"] + (["## The whole plan (TODO.md)"] if stopped_with == "claude" else []), "actions": [{"write": {"path": "second.txt", "content": "2\n"}}]},
-                        {"actions": [{"write": {"path": "half.txt", "content": "1\n"}}, {"shell": marker}]}]}
+              "build": [{"when": ["Carry on", "half.txt"] + (["## The whole plan (TODO.md)"] if stopped_with != "scripted"
+                                                             else []),
+                         "actions": [{"write": {"path": "second.txt", "content": "2\n"}}]},
+                        {"when": "Implement these action item(s)",
+                         "actions": [{"write": {"path": "half.txt", "content": "1\n"}}, {"shell": marker}]}]}
     (repo.parent / "script.json").write_text(json.dumps(script))
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(repo.parent / "script.json"),
                                                   "testCommand": "test -f half.txt && test -f second.txt",
@@ -70,7 +74,8 @@ def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, sto
     done = run_gtd("build", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "carrying on with the agent's unfinished work (half.txt; stopped: running)" + \
-        (", resuming its scripted session" if stopped_with == "scripted" else ", in a fresh session") in done.stderr
+        (", in a fresh session" if stopped_with == "claude" else ", resuming its scripted session") in done.stderr
+    assert ("could not resume the stopped agent session" in done.stderr) == (stopped_with == "refused")
     assert "its lock is taken over" in done.stderr  # the killed run's lock, said once
     assert "🔧" not in done.stderr and "nothing was committed" not in done.stderr
     subjects = git(repo, "log", "--format=%s").splitlines()
@@ -78,4 +83,5 @@ def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, sto
     assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["TODO.md", "half.txt", "second.txt"]
     assert git(repo, "status", "--porcelain") == ""
     runs = [e for e in AuditLog(repo).read() if e["event"] == "agent_run" and e.get("phase") == "build"]
-    assert len(runs) == 2 and "resume" not in runs[0] and bool(runs[1].get("resume")) == (stopped_with == "scripted")
+    resumed = [bool(run.get("resume")) for run in runs]
+    assert resumed == {"scripted": [False, True], "claude": [False, False], "refused": [False, True, False]}[stopped_with]
