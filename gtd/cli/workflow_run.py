@@ -25,7 +25,18 @@ def workflow(options: RunOptions) -> Iterator:
     from gtd.workflow.phase_agent import EscalationPending
     from gtd.workflow.unsafe import UnsafeFiles
 
-    ctx = run_context(options)
+    from gtd.runlock import RepositoryBusy
+
+    try:
+        ctx = run_context(options)
+    except RepositoryBusy as exc:  # exit 7; --json readers get it as an event too
+        if options.json:
+            import sys
+
+            sys.stdout.write(json.dumps({"event": "run_end", "status": "busy", "exit_code": int(exc.exit_code),
+                                         "holder": exc.holder, "error": str(exc)}, ensure_ascii=True) + "\n")
+            sys.stdout.flush()
+        raise
     try:  # the repository's run lock (gtd.runlock) is released last, after the clean-up below
         try:
             yield ctx

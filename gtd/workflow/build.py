@@ -176,6 +176,7 @@ def build_step(ctx: RunContext) -> str | None:
     wanted = {x.text for x in items}
     write_todo(ctx.repo, current.ticked([i for i in current.items if i.text in wanted and not i.done]))
     normalize_todo(ctx.repo)
+    agent.record_work()  # gtd's tick is part of the step: a crash before the commit never makes it the person's
     body = [f"Tested with: {tests.command} ({'configured' if tests.source == 'config' else tests.source})"
             if tests.command else testcmd.NOT_TESTED_NOTE]
     if baseline_red:

@@ -116,7 +116,7 @@ class PhaseAgent:
                 self.ctx.progress.event(event)
                 if event.kind == EventKind.TOOL_RESULT or (event.session_id and event.session_id not in sessions):
                     sessions.add(event.session_id or "")
-                    self._record_work(session=event.session_id)
+                    self.record_work(session=event.session_id)
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
@@ -140,7 +140,7 @@ class PhaseAgent:
             self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,
                                   seconds=round(result.seconds, 4))
             self.session_id = result.session_id or self.session_id
-            self._record_work(session=result.session_id)
+            self.record_work(session=result.session_id)
             self._check_stopped(result)
             if self._resuming_stopped and not result.ok and not denied:
                 self.ctx.progress.warn(f"could not resume the stopped agent session ({result.error}): a fresh session "
@@ -163,7 +163,7 @@ class PhaseAgent:
                             decision="allowed " + ", ".join(granted))
         raise GtdError(f"{self.phase.value}: stopped after {MAX_ESCALATION_ROUNDS} escalation rounds")
 
-    def _record_work(self, session: str | None = None) -> None:
+    def record_work(self, session: str | None = None) -> None:
         """The work tree as the agent has it now, in gtd's state (gtd.workflow.leftovers). A failure to
         record is shown, never fatal: the agent's run goes on."""
         from gtd.workflow import leftovers

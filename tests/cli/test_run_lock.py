@@ -61,6 +61,10 @@ def test_a_second_run_is_refused_and_status_names_the_first(repo):
         assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", second.stderr)
         assert "gtd status" in second.stderr  # what still works meanwhile
         assert "the agent changed nothing" not in second.stderr
+        events = run_gtd("build", "--json", cwd=repo, timeout=60)
+        assert events.returncode == 7
+        end = json.loads(events.stdout.splitlines()[-1])
+        assert (end["event"], end["status"], end["exit_code"], end["holder"]["pid"]) == ("run_end", "busy", 7, first.pid)
 
         status = run_gtd("status", cwd=repo, timeout=60)
         assert status.returncode == 0, status.stderr
