@@ -27,6 +27,7 @@ from gtd.record import field, record
 from gtd.workflow import git
 
 MARKER = "agent-work.json"
+_OWNER = os.urandom(8).hex()  # this process's mark on a record its agent runs under (a pid can be reused)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -123,21 +124,24 @@ def begin(repo: Path, phase: str, provider: str) -> AgentWork | None:
     (returned), else start a new one whose base is the work tree now."""
     work = pending(repo)
     if work is not None and work.phase == phase:
+        data = {**(_read(repo) or {}), "owner": _OWNER}  # this process's agent now: its snapshots count
         if work.provider != provider:  # another CLI carries it on: the stopped session is not its to resume
-            data = _read(repo) or {}
-            _write(repo, {**data, "provider": provider, "session": None})
+            data.update(provider=provider, session=None)
             work.session = None
+        _write(repo, data)
         return work  # (no snapshot here: a person's edit since the stop is not the agent's until it runs again)
     tree = worktree_tree(repo)
     _write(repo, {"phase": phase, "provider": provider, "session": None, "base": tree, "tree": tree,
-                  "reason": "running", "pid": os.getpid()})
+                  "reason": "running", "owner": _OWNER})
     return None
 
 
 def snapshot(repo: Path, *, session: str | None = None, reason: str | None = None) -> None:
-    """Record the work tree as the agent has it now (after a tool call, at its end, when the phase stops)."""
+    """Record the work tree as the agent has it now (after a tool call, at its end, when the phase stops).
+    Only a record this process's agent runs under (`begin`) is updated: a run that stops before its agent
+    starts must not take the person's edits since the last stop for the agent's."""
     data = _read(repo)
-    if data is None:
+    if data is None or data.get("owner") != _OWNER:
         return
     data["tree"] = worktree_tree(repo)
     if session:
@@ -149,7 +153,8 @@ def snapshot(repo: Path, *, session: str | None = None, reason: str | None = Non
 
 def stopped(repo: Path, reason: str) -> bool:
     """A phase stopped early: the record gets the last tree and why. Returns whether the agent left work."""
-    if _read(repo) is None:
+    data = _read(repo)
+    if data is None or data.get("owner") != _OWNER:
         return False
     snapshot(repo, reason=reason)
     return pending(repo) is not None
