@@ -29,6 +29,8 @@ from gtd.workflow import git
 MARKER = "agent-work.json"
 _OWNER = os.urandom(8).hex()  # this process's mark on a record its agent runs under (a pid can be reused)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+RUNNING = "running"  # the record's reason while its agent runs
+KILLED = "gtd was killed while the agent ran"  # RUNNING, and no run holds the repository any more
 
 
 def _marker(repo: Path) -> Path:
@@ -113,9 +115,16 @@ def pending(repo: Path, *, forget_done: bool = True) -> AgentWork | None:
             forget(repo)
         return None
     edited = _changed(repo, data["tree"], now) & agents
+    reason = str(data.get("reason") or "")
+    if reason == RUNNING and data.get("owner") != _OWNER:
+        from gtd import runlock
+
+        holder = runlock.holder(repo)
+        if holder is None or holder.get("pid") == os.getpid():  # the run whose agent this was holds it no more
+            reason = KILLED
     return AgentWork(phase=str(data.get("phase") or ""), provider=str(data.get("provider") or ""),
                      session=data.get("session") if isinstance(data.get("session"), str) else None,
-                     reason=str(data.get("reason") or ""), paths=sorted(agents - edited), edited=sorted(edited),
+                     reason=reason, paths=sorted(agents - edited), edited=sorted(edited),
                      person=sorted(uncommitted - agents))
 
 
@@ -132,7 +141,7 @@ def begin(repo: Path, phase: str, provider: str) -> AgentWork | None:
         return work  # (no snapshot here: a person's edit since the stop is not the agent's until it runs again)
     tree = worktree_tree(repo)
     _write(repo, {"phase": phase, "provider": provider, "session": None, "base": tree, "tree": tree,
-                  "reason": "running", "owner": _OWNER})
+                  "reason": RUNNING, "owner": _OWNER})
     return None
 
 

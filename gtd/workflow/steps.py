@@ -365,14 +365,18 @@ def marker_lines(repo: Path, limit: int = 50, *, search: git.Running | None = No
 def predict(repo: Path) -> dict:
     """What `gtd` would do now and why, without doing anything (for `gtd status`): the same reading
     of the uncommitted changes as commit_human_edits, and the same inference as after it."""
+    from gtd.workflow import leftovers
+
     result: dict = {"pending_edits": None, "agent_work": None}
     pending = pending_edits(repo, forget_stale=False)
     if pending is not None and pending.agent is not None:
         work = pending.agent
         result["agent_work"] = {"phase": work.phase, "paths": work.all_paths, "edited_by_you": work.edited,
                                 "resumes_session": bool(work.session), "stopped": work.reason,
-                                "what": f"the {work.phase or 'stopped'} phase's unfinished work (stopped: "
-                                        f"{work.reason or 'unknown'}): the next {work.phase or 'step'} carries it on"
+                                "what": (f"the {work.phase} agent's work in progress (a run is going on)"
+                                         if work.reason == leftovers.RUNNING else
+                                         f"the {work.phase or 'stopped'} phase's unfinished work (stopped: "
+                                         f"{work.reason or 'unknown'}): the next {work.phase or 'step'} carries it on")
                                         + (" (your edits in it go into that commit)" if work.edited else "")}
     if pending is not None and pending.edits is None and not pending.unsafe:
         pending = None  # only the agent's

@@ -64,6 +64,9 @@ def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, sto
 
     status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
     assert status["agent_work"]["paths"] == ["half.txt"] and status["pending_edits"] is None
+    assert status["agent_work"]["stopped"] == "gtd was killed while the agent ran"
+    assert "the build phase's unfinished work (stopped: gtd was killed while the agent ran): the next build " \
+           "carries it on" in run_gtd("status", cwd=repo).stdout
     if stopped_with == "claude":
         from gtd.paths import project_state_dir
         from gtd.workflow import leftovers
@@ -73,7 +76,7 @@ def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, sto
 
     done = run_gtd("build", cwd=repo)
     assert done.returncode == 0, done.stderr
-    assert "carrying on with the agent's unfinished work (half.txt; stopped: running)" + \
+    assert "carrying on with the agent's unfinished work (half.txt; stopped: gtd was killed while the agent ran)" + \
         (", in a fresh session" if stopped_with == "claude" else ", resuming its scripted session") in done.stderr
     assert ("could not resume the stopped agent session" in done.stderr) == (stopped_with == "refused")
     assert "its lock is taken over" in done.stderr  # the killed run's lock, said once

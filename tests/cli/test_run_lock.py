@@ -71,6 +71,8 @@ def test_a_second_run_is_refused_and_status_names_the_first(repo):
         assert f"running: another gtd run is working in this repository: pid {first.pid}" in status.stdout
         status_json = json.loads(run_gtd("status", "--json", cwd=repo, timeout=60).stdout)
         assert status_json["running"]["pid"] == first.pid
+        assert status_json["agent_work"]["paths"] == ["half.txt"]  # recorded as the running agent wrote it
+        assert "agent's work: half.txt -> the build agent's work in progress (a run is going on)" in status.stdout
         assert status_json["next"] == "build"
     finally:
         first.send_signal(signal.SIGKILL)  # a run killed outright: it cannot release its lock
