@@ -27,6 +27,7 @@ from gtd.record import field, record
 from gtd.workflow import git
 
 MARKER = "agent-work.json"
+INDEX = "agent-work.index"  # the last snapshot's index: its stat data spares re-reading unchanged files
 _OWNER = os.urandom(8).hex()  # this process's mark on a record its agent runs under (a pid can be reused)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 RUNNING = "running"  # the record's reason while its agent runs
@@ -54,24 +55,38 @@ class AgentWork:
         return sorted(self.paths + self.edited)
 
 
-def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = ()) -> str:
+def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = (), keep: bool = False) -> str:
     """The git tree id of the whole work tree as it is now (untracked files included, ignored ones not;
     `leave_out` paths left out), via a throw-away index so the real index is left alone. It starts as a
-    copy of the real index, so git re-reads only the files whose stat changed (a fresh index would hash
-    every file each time)."""
+    copy of the index the last snapshot kept in gtd's state (`keep`: this one is kept in its place), else
+    of the real index, so git re-reads only the files whose stat changed: a fresh index would hash every
+    file (an agent's untracked node_modules too) after every tool call. The copies keep the file's mtime,
+    which git's racy-clean check compares its entries with. A start git cannot read (a split index) falls
+    back to HEAD's tree."""
     import shutil
 
+    from gtd.errors import GtdError
+
+    kept = project_state_dir(repo) / INDEX
     with git.temporary_index() as env:
-        index = git.git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip()
         try:
-            shutil.copyfile(index, env["GIT_INDEX_FILE"])
-        except OSError:
+            start = kept if kept.is_file() else \
+                Path(git.git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+            shutil.copy2(start, env["GIT_INDEX_FILE"])
+            git.git(repo, "add", "-A", env=env)
+        except (OSError, GtdError):
+            if os.path.exists(env["GIT_INDEX_FILE"]):
+                os.unlink(env["GIT_INDEX_FILE"])
             if git.has_commits(repo):
                 git.git(repo, "read-tree", "HEAD", env=env)
-        git.git(repo, "add", "-A", env=env)
+            git.git(repo, "add", "-A", env=env)
         if leave_out:
             git.git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out,
                     env=env)
+        elif keep:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(env["GIT_INDEX_FILE"], f"{kept}.new")
+            os.replace(f"{kept}.new", kept)
         return git.git(repo, "write-tree", env=env).strip()
 
 
@@ -139,7 +154,7 @@ def begin(repo: Path, phase: str, provider: str) -> AgentWork | None:
             work.session = None
         _write(repo, data)
         return work  # (no snapshot here: a person's edit since the stop is not the agent's until it runs again)
-    tree = worktree_tree(repo)
+    tree = worktree_tree(repo, keep=True)
     _write(repo, {"phase": phase, "provider": provider, "session": None, "base": tree, "tree": tree,
                   "reason": RUNNING, "owner": _OWNER})
     return None
@@ -152,7 +167,7 @@ def snapshot(repo: Path, *, session: str | None = None, reason: str | None = Non
     data = _read(repo)
     if data is None or data.get("owner") != _OWNER:
         return
-    data["tree"] = worktree_tree(repo)
+    data["tree"] = worktree_tree(repo, keep=True)
     if session:
         data["session"] = session
     if reason:
