@@ -31,11 +31,10 @@ def workflow(options: RunOptions) -> Iterator:
         ctx = run_context(options)
     except RepositoryBusy as exc:  # exit 7; --json readers get it as an event too
         if options.json:
-            import sys
+            from gtd.terminal_text import write
 
-            sys.stdout.write(json.dumps({"event": "run_end", "status": "busy", "exit_code": int(exc.exit_code),
-                                         "holder": exc.holder, "error": str(exc)}, ensure_ascii=True) + "\n")
-            sys.stdout.flush()
+            write(json.dumps({"event": "run_end", "status": "busy", "exit_code": int(exc.exit_code),
+                              "holder": exc.holder, "error": str(exc)}, ensure_ascii=True) + "\n")
         raise
     try:  # the repository's run lock (gtd.runlock) is released last, after the clean-up below
         try:
