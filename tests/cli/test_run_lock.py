@@ -109,3 +109,25 @@ def test_a_killed_runs_lock_is_taken_over_with_one_line(repo):
     assert f"(pid {dead.pid}, `gtd build`" in done.stderr and "taken over" in done.stderr, done.stderr
     assert done.returncode != ExitCode.BUSY
     assert runlock.holder(repo) is None  # released at its end
+
+
+def test_status_probing_the_lock_never_refuses_a_starting_run(repo):
+    """`gtd status` (runlock.holder) takes the lock shared for a moment: a run starting meanwhile is not refused."""
+    import fcntl
+
+    from gtd.runlock import _path
+
+    path = _path(repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # a probe in progress
+    try:
+        import threading
+
+        threading.Timer(0.05, lambda: fcntl.flock(fd, fcntl.LOCK_UN)).start()  # ... that ends at once
+        lock = runlock.acquire(repo, "gtd build")
+    finally:
+        os.close(fd)
+    assert runlock.holder(repo)["command"] == "gtd build"
+    lock.release()
+    assert runlock.holder(repo) is None
