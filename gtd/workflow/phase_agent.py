@@ -282,6 +282,7 @@ class PhaseAgent:
             finally:
                 self.ctx.escalator.clock = None
                 self.ctx.progress.running_command(None)
+                self.record_work()  # the agent's tests may write files too: they are part of its step
             output = _text(done.stdout)
             if done.returncode is None:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "
