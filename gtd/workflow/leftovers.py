@@ -112,6 +112,10 @@ def _changed(repo: Path, old: str, new: str) -> set[str]:
     return {name for name in out.split("\0") if name}
 
 
+def _strings(value: object) -> set[str]:
+    return {item for item in value if isinstance(item, str)} if isinstance(value, list) else set()
+
+
 def _head_tree(repo: Path) -> str:
     return git.git(repo, "rev-parse", "HEAD^{tree}").strip() if git.has_commits(repo) else EMPTY_TREE
 
@@ -129,7 +133,7 @@ def pending(repo: Path, *, forget_done: bool = True) -> AgentWork | None:
         if forget_done:
             forget(repo)
         return None
-    edited = _changed(repo, data["tree"], now) & agents
+    edited = (_changed(repo, data["tree"], now) | _strings(data.get("edited"))) & agents
     reason = str(data.get("reason") or "")
     if reason == RUNNING and data.get("owner") != _OWNER:
         from gtd import runlock
@@ -149,6 +153,7 @@ def begin(repo: Path, phase: str, provider: str) -> AgentWork | None:
     work = pending(repo)
     if work is not None and work.phase == phase:
         data = {**(_read(repo) or {}), "owner": _OWNER}  # this process's agent now: its snapshots count
+        data["edited"] = work.edited  # the person's edits in it, still named once the agent's snapshots take them in
         if work.provider != provider:  # another CLI carries it on: the stopped session is not its to resume
             data.update(provider=provider, session=None)
             work.session = None

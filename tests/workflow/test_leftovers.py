@@ -65,3 +65,13 @@ def test_only_the_run_whose_agent_recorded_updates_the_record(repo, monkeypatch)
     assert (work.paths, work.person, work.reason) == (["a.txt"], ["b.txt"], leftovers.KILLED)
     carried = leftovers.begin(repo, "build", "other-cli")  # another CLI carries it on: no session to resume
     assert carried.paths == ["a.txt"] and carried.session is None
+
+
+def test_the_persons_edit_stays_named_once_the_agent_carries_on(repo):
+    leftovers.begin(repo, "build", "scripted")
+    agent_writes(repo, **{"a.txt": "agent\n"})
+    (repo / "a.txt").write_text("agent, and the person\n")
+    assert leftovers.begin(repo, "build", "scripted").edited == ["a.txt"]  # the next run carries it on
+    agent_writes(repo, **{"b.txt": "more\n"})  # its snapshots now hold the person's edit too
+    work = leftovers.pending(repo)
+    assert (work.paths, work.edited) == (["b.txt"], ["a.txt"])
