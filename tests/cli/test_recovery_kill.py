@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from support import git, run_gtd
+from support import agent_work_recorded, git, run_gtd
 
 from gtd.audit import AuditLog
 
@@ -56,6 +56,7 @@ def test_kill_9_mid_build_then_the_next_run_carries_the_agents_work_on(repo, sto
         while not agent_processes(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert agent_processes(marker), "the agent's shell command should be running"
+        agent_work_recorded(repo, ["half.txt"])  # gtd has read the write's result (and recorded the tree) before it is killed
     finally:
         gtd.send_signal(signal.SIGKILL)  # no clean-up of gtd's runs: only what it recorded as it went
         gtd.wait()

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from support import git, run_gtd
+from support import agent_work_recorded, git, run_gtd
 
 from gtd import runlock
 from gtd.exitcodes import ExitCode
@@ -52,6 +52,7 @@ def test_a_second_run_is_refused_and_status_names_the_first(repo):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(marker)
+        agent_work_recorded(repo, ["half.txt"])  # the running agent's write, recorded once gtd has read its result
         started = time.monotonic()
         second = run_gtd("build", cwd=repo, timeout=60)
         assert time.monotonic() - started < 15  # refused at once, not after building the same item
