@@ -113,10 +113,10 @@ class PhaseAgent:
                 # The agent is up and running: gtd's own next step, formatting TODO.md for the commit,
                 # gets its libraries loaded meanwhile (not earlier: the sandbox's set-up needs the CPU).
                 markdown.prepare_in_background()
-                self.ctx.progress.event(event)
                 if event.kind == EventKind.TOOL_RESULT or (event.session_id and event.session_id not in sessions):
                     sessions.add(event.session_id or "")
-                    self.record_work(session=event.session_id)
+                    self.record_work(session=event.session_id)  # first: the window a crash can hit stays short
+                self.ctx.progress.event(event)
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
