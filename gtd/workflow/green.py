@@ -33,9 +33,9 @@ def code_tree(repo: Path) -> str:
 
 def record(repo: Path, command: str) -> None:
     """A full run of `command` just passed on the work tree as it is now."""
-    from gtd.config.writer import atomic_write
+    from gtd.workflow.leftovers import write_state
 
-    atomic_write(_path(repo), json.dumps({"tree": code_tree(repo), "command": command, "time": time.time()}) + "\n")
+    write_state(_path(repo), json.dumps({"tree": code_tree(repo), "command": command, "time": time.time()}) + "\n")
 
 
 def last_green(repo: Path, command: str) -> dict | None:

@@ -100,9 +100,21 @@ def _read(repo: Path) -> dict | None:
 
 
 def _write(repo: Path, data: dict) -> None:
-    from gtd.config.writer import atomic_write  # here: `gtd status` reads the record, never writes it
+    write_state(_marker(repo), json.dumps({**data, "updated": time.time()}) + "\n")
 
-    atomic_write(_marker(repo), json.dumps({**data, "updated": time.time()}) + "\n")
+
+def write_state(path: Path, text: str) -> None:
+    """Replace a file in gtd's state dir whole (a temp file renamed over it: readers see the old or the
+    new text). Not gtd.config.writer's atomic_write: importing it loads pydantic (~300 ms), and this runs
+    after every tool call; nor its fsync: a killed gtd loses nothing the kernel already has."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
 
 
 def _changed(repo: Path, old: str, new: str) -> set[str]:
