@@ -164,7 +164,7 @@ def begin(repo: Path, phase: str, provider: str) -> AgentWork | None:
     (returned), else start a new one whose base is the work tree now."""
     work = pending(repo)
     if work is not None and work.phase == phase:
-        data = {**(_read(repo) or {}), "owner": _OWNER}  # this process's agent now: its snapshots count
+        data = {**(_read(repo) or {}), "owner": _OWNER, "reason": RUNNING}  # this process's agent now
         data["edited"] = work.edited  # the person's edits in it, still named once the agent's snapshots take them in
         if work.provider != provider:  # another CLI carries it on: the stopped session is not its to resume
             data.update(provider=provider, session=None)

@@ -75,3 +75,13 @@ def test_the_persons_edit_stays_named_once_the_agent_carries_on(repo):
     agent_writes(repo, **{"b.txt": "more\n"})  # its snapshots now hold the person's edit too
     work = leftovers.pending(repo)
     assert (work.paths, work.edited) == (["b.txt"], ["a.txt"])
+
+
+def test_a_carried_on_record_reads_as_running_until_it_stops_again(repo, monkeypatch):
+    leftovers.begin(repo, "build", "scripted")
+    agent_writes(repo, **{"a.txt": "agent\n"})
+    leftovers.stopped(repo, "escalation pending")
+    monkeypatch.setattr(leftovers, "_OWNER", "the next run")
+    assert leftovers.begin(repo, "build", "scripted").reason == "escalation pending"  # why it was carried on
+    monkeypatch.setattr(leftovers, "_OWNER", "a run after the next one was killed")
+    assert leftovers.pending(repo).reason == leftovers.KILLED  # not the old reason: that run was killed
