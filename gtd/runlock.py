@@ -22,6 +22,7 @@ from gtd.paths import project_state_dir
 
 LOCK_NAME = "run.lock"
 _MAX_DETAILS = 4096
+_TRIES = 10  # over ~0.2 s
 
 
 class RepositoryBusy(GtdError):
@@ -94,7 +95,14 @@ def acquire(repo: Path, command: str | None = None) -> RunLock:
     path = _path(repo)
     fd = _open(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for attempt in range(_TRIES):  # `gtd status` probing the lock holds it shared for a moment: not a run
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == _TRIES - 1:
+                    raise
+                time.sleep(0.02)
     except BlockingIOError:
         holder = None
         for _ in range(20):  # a holder that has only just taken it writes its details within moments
@@ -116,7 +124,8 @@ def acquire(repo: Path, command: str | None = None) -> RunLock:
 
 
 def holder(repo: Path) -> dict | None:
-    """Who holds the repository's lock now (None when no run does), read without taking it."""
+    """Who holds the repository's lock now (None when no run does). Probed with a shared lock taken and
+    dropped at once (a starting run retries past it), never waited for."""
     import fcntl
 
     path = _path(repo)

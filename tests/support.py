@@ -27,6 +27,22 @@ def run_gtd(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
+def agent_work_recorded(repo: Path, paths: list[str], seconds: float = 30) -> None:
+    """Wait until gtd's record of the agent's work (gtd.workflow.leftovers) holds exactly these paths: gtd
+    records it after each tool result it has read, so a test that kills gtd waits for this first."""
+    import time
+
+    from gtd.workflow import leftovers
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        work = leftovers.pending(repo, forget_done=False)
+        if work is not None and work.all_paths == paths:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"gtd never recorded {paths} as the agent's work")
+
+
 def as_the_owner() -> list[str]:
     """A command prefix under which file modes bind as they do for the person running gtd: root's DAC
     override dropped when the suite runs as root (which ignores `chmod 0000`), nothing otherwise."""

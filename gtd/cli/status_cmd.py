@@ -71,6 +71,11 @@ def render_text(result: dict[str, Any], tests: str) -> list[tuple[str, str | Non
     commit = result.get("commit")
     if commit:
         out += line("from commit", (f" {commit['sha'][:10]} {commit['subject']}", None))
+    work = result.get("agent_work")
+    if work:
+        paths = work["paths"]
+        out += line("agent's work", (f" {', '.join(paths[:10])}{' …' if len(paths) > 10 else ''} -> {work['what']}",
+                                     None))
     pending = result.get("pending_edits")
     if pending:
         paths = pending["paths"]

@@ -25,12 +25,22 @@ def workflow(options: RunOptions) -> Iterator:
     from gtd.workflow.phase_agent import EscalationPending
     from gtd.workflow.unsafe import UnsafeFiles
 
-    ctx = run_context(options)
+    from gtd.runlock import RepositoryBusy
+
+    try:
+        ctx = run_context(options)
+    except RepositoryBusy as exc:  # exit 7; --json readers get it as an event too
+        if options.json:
+            from gtd.terminal_text import write
+
+            write(json.dumps({"event": "run_end", "status": "busy", "exit_code": int(exc.exit_code),
+                              "holder": exc.holder, "error": str(exc)}, ensure_ascii=True) + "\n")
+        raise
     try:  # the repository's run lock (gtd.runlock) is released last, after the clean-up below
         try:
             yield ctx
         except EscalationPending:
-            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "escalation pending")
+            leftovers.stopped(ctx.repo, "escalation pending")
             pending = [request.model_dump(mode="json") for request in ctx.escalator.headless_denied]
             ctx.progress.warn(f"{len(pending)} escalation request(s) denied (no terminal); saved for `gtd approve`")
             ctx.progress.finish("escalation_pending", ExitCode.ESCALATION_PENDING, requests=pending)
@@ -47,20 +57,20 @@ def workflow(options: RunOptions) -> Iterator:
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated: its own exit code)
             code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
             ctx.audit.record("interrupted")
-            leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", "interrupted")
+            leftovers.stopped(ctx.repo, "interrupted")
             ctx.progress.finish("interrupted", code)
-            raise Interrupted("interrupted: the agent and its processes were stopped; nothing was committed "
-                              "(any partial changes are left uncommitted in the work tree)", exit_code=code) from None
+            raise Interrupted("interrupted: the agent and its processes were stopped; the step was not committed "
+                              "(its partial changes are left uncommitted in the work tree, and the next run carries "
+                              "them on)", exit_code=code) from None
         except GtdError as exc:
             if exc.exit_code != ExitCode.USAGE:
-                leftovers.remember(ctx.repo, ctx.escalator.phase.value if ctx.escalator.phase else "", str(exc)[:200])
+                leftovers.stopped(ctx.repo, str(exc)[:200])
             ctx.progress.finish("failed", int(exc.exit_code), error=str(exc))
             raise
         except BaseException:
             ctx.progress.finish("failed", ExitCode.FAILURE)
             raise
         else:
-            leftovers.forget(ctx.repo)
             ctx.progress.finish("ok", ExitCode.OK)
     finally:
         if ctx.run_lock is not None:

@@ -10,7 +10,7 @@ from gtd.config.levels import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
-from gtd.workflow import git
+from gtd.workflow import git, leftovers
 from gtd.workflow.context import RunContext
 from gtd.workflow.phase_agent import PhaseAgent
 from gtd.workflow.plan import AGENTS_FILE, read_text
@@ -23,10 +23,10 @@ def learn(ctx: RunContext) -> str | None:
     todo = read_todo(ctx.repo)
     if todo is None:
         raise GtdError(f"nothing to learn from: there is no {TODO_FILE} (a plan's learnings live there). "
-                       "Nothing was committed.", exit_code=ExitCode.USAGE)
+                       "No learn step was committed.", exit_code=ExitCode.USAGE)
     if todo.unchecked():
         raise GtdError(f"{len(todo.unchecked())} item(s) in {TODO_FILE} are not built yet: run `gtd build` first "
-                       "(or `gtd` to take the next step). Nothing was committed.", exit_code=ExitCode.USAGE)
+                       "(or `gtd` to take the next step). No learn step was committed.", exit_code=ExitCode.USAGE)
     title = todo.title or "plan"
     learnings = todo.learnings
     sha = None
@@ -36,6 +36,7 @@ def learn(ctx: RunContext) -> str | None:
         agent.ask(render("learn", title=title, learnings="\n".join(learnings), agents=read_text(ctx, AGENTS_FILE)),
                   system_prompt=render("system_learn"), editable_paths=[AGENTS_FILE])
         sha = git.commit_all(ctx.repo, message(Step.LEARN, title))
+        leftovers.forget(ctx.repo)  # the agent's work is committed
         ctx.progress.info(f"[green]✓ learn[/green] {len(learnings)} learning(s) merged into {AGENTS_FILE}")
     else:
         sha = git.commit_all(ctx.repo, message(Step.LEARN, f"{title} (no learnings)"), allow_empty=True)

@@ -60,6 +60,8 @@ class PhaseAgent:
         self.once_writable: list[Path] = []  # paths approved "once" for this phase
         self.once_domains: list[str] = []  # domains approved "once" for this phase
         self.new_files: set[Path] = set()  # refused writes that were creating a file (not a directory)
+        self.fresh_prompt: str | None = None  # for a fresh session when the stopped one cannot be resumed
+        self._resuming_stopped = False  # session_id is a stopped run's (gtd.workflow.leftovers), not this run's
 
     @property
     def level(self) -> Level:
@@ -89,8 +91,15 @@ class PhaseAgent:
     # -- the agent ----------------------------------------------------------------------------
 
     def ask(self, prompt: str, *, system_prompt: str, editable_paths: list[str] | None) -> AgentResult:
-        """One prompt, continued through any approved escalations until the agent finishes."""
-        for _ in range(MAX_ESCALATION_ROUNDS):
+        """One prompt, continued through any approved escalations until the agent finishes. The work
+        tree is recorded as the agent changes it (gtd.workflow.leftovers): a stop, even `kill -9` of gtd,
+        leaves its changes known as its unfinished work, and the next run resumes its session."""
+        from gtd.workflow import leftovers
+
+        carried = leftovers.begin(self.ctx.repo, self.phase.value, self.ctx.provider.name)
+        if carried is not None and carried.session and self.session_id is None:
+            self.session_id, self._resuming_stopped = carried.session, True
+        for _ in range(MAX_ESCALATION_ROUNDS + 1):
             policy = self.policy()
             request = AgentRequest(phase=self.phase, prompt=prompt, cwd=self.ctx.repo, system_prompt=system_prompt,
                                    model=self.ctx.config.models.for_phase(self.phase), resume_session=self.session_id,
@@ -99,11 +108,15 @@ class PhaseAgent:
                                   provider=self.ctx.provider.name, resume=self.session_id)
             denied: list[tuple[str, AgentEvent, str]] = []
             calls: dict[str, AgentEvent] = {}
+            sessions: set[str] = set()  # session ids already recorded
 
             def on_event(event: AgentEvent) -> None:
                 # The agent is up and running: gtd's own next step, formatting TODO.md for the commit,
                 # gets its libraries loaded meanwhile (not earlier: the sandbox's set-up needs the CPU).
                 markdown.prepare_in_background()
+                if event.kind == EventKind.TOOL_RESULT or (event.session_id and event.session_id not in sessions):
+                    sessions.add(event.session_id or "")
+                    self.record_work(session=event.session_id)  # first: the window a crash can hit stays short
                 self.ctx.progress.event(event)
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
@@ -128,7 +141,15 @@ class PhaseAgent:
             self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,
                                   seconds=round(result.seconds, 4))
             self.session_id = result.session_id or self.session_id
+            self.record_work(session=result.session_id)
             self._check_stopped(result)
+            if self._resuming_stopped and not result.ok and not denied:
+                self.ctx.progress.warn(f"could not resume the stopped agent session ({result.error}): a fresh session "
+                                       "carries on, told what is already in the work tree")
+                self.session_id, self._resuming_stopped = None, False
+                prompt = self.fresh_prompt or prompt
+                continue
+            self._resuming_stopped = False
             requests = self._write_requests(policy, denied)
             self._stop_if_headless_denied()
             if not requests:
@@ -143,6 +164,16 @@ class PhaseAgent:
                             decision="allowed " + ", ".join(granted))
         raise GtdError(f"{self.phase.value}: stopped after {MAX_ESCALATION_ROUNDS} escalation rounds")
 
+    def record_work(self, session: str | None = None) -> None:
+        """The work tree as the agent has it now, in gtd's state (gtd.workflow.leftovers). A failure to
+        record is shown, never fatal: the agent's run goes on."""
+        from gtd.workflow import leftovers
+
+        try:
+            leftovers.snapshot(self.ctx.repo, session=session)
+        except Exception as exc:  # noqa: BLE001 - a git hiccup must not stop the agent; the person hears it
+            self.ctx.progress.warn(f"could not record the agent's work tree: {exc}")
+
     def _check_stopped(self, result: AgentResult) -> None:
         if result.stopped == "forbidden_tool":
             self.ctx.audit.record("forbidden_tool", phase=self.phase.value, tool=result.forbidden_tool)
@@ -156,8 +187,9 @@ class PhaseAgent:
             self.ctx.audit.record("agent_timeout", phase=self.phase.value, stopped=result.stopped, setting=setting,
                                   running=result.running)
             raise AgentTimeout(f"{self.phase.value}: {result.error}. If it was still working, raise {setting} "
-                               "in .gtdrc.json or your user config (or `gtd config show` to see it); nothing was "
-                               "committed and the agent's changes are left in the work tree")
+                               "in .gtdrc.json or your user config (or `gtd config show` to see it); this step was not "
+                               "committed: the agent's changes are left in the work tree and the next run carries "
+                               "them on")
 
     def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]]) -> list[EscalationRequest]:
         """Denied writes: protected paths are only violations (never grantable); others become requests.
@@ -252,6 +284,7 @@ class PhaseAgent:
             finally:
                 self.ctx.escalator.clock = None
                 self.ctx.progress.running_command(None)
+                self.record_work()  # the agent's tests may write files too: they are part of its step
             output = _text(done.stdout)
             if done.returncode is None:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "

@@ -8,7 +8,7 @@ from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.terminal_text import markup
-from gtd.workflow import git
+from gtd.workflow import git, leftovers
 from gtd.workflow.context import RunContext
 from gtd.workflow import markdown
 from gtd.workflow.markdown import normalize_todo
@@ -93,6 +93,7 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
                                   "and the workflow moves on")
                 sha = git.commit_all(ctx.repo, message(Step.PLAN, f"{todo.title or 'plan'} (unchanged)"), allow_empty=True)
             ctx.audit.record("step", step="plan", commit=sha)
+            leftovers.forget(ctx.repo)  # the agent's work is committed
             if sha:
                 ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
             ctx.progress.info(f"[green]✓ plan[/green] {len(todo.items)} item(s) in {TODO_FILE}")
@@ -100,4 +101,4 @@ def plan(ctx: RunContext, goal: str | None = None) -> str:
         ctx.progress.warn(f"{TODO_FILE} is not valid yet (attempt {attempt + 1}): {'; '.join(errors)}")
         prompt = render("plan_fix", errors="\n".join(f"- {e}" for e in errors))
     raise GtdError(f"the plan is still not valid after {ctx.config.plan_retries + 1} attempt(s): {'; '.join(errors)}. "
-                   f"Edit {TODO_FILE} yourself or run `gtd plan` again; nothing was committed.")
+                   f"Edit {TODO_FILE} yourself or run `gtd plan` again; no plan was committed.")

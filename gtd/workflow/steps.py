@@ -309,46 +309,49 @@ class PendingEdits:
     commit_human_edits, which acts on it, and predict, which only reports it)."""
 
     changed: list[git.Change]
-    agent: bool = False  # exactly what a stopped phase left: the next step carries on with it
+    agent: object = None  # gtd.workflow.leftovers.AgentWork: the agent's unfinished work, carried on by the next step
     unsafe: list = field(default_factory=list)  # untracked secrets or bulk: gtd stops (gtd.workflow.unsafe)
-    edits: HumanEdits | None = None  # otherwise the person's: committed as fix and/or feedback
+    edits: HumanEdits | None = None  # the person's: committed as fix and/or feedback
     split: _Split | None = None
 
 
 def pending_edits(repo: Path, *, forget_stale: bool = True) -> PendingEdits | None:
-    """None when nothing is uncommitted. `forget_stale=False` (gtd status) leaves a stopped phase's
-    record alone even when the person has edited since."""
+    """None when nothing is uncommitted. The agent's unfinished work (gtd.workflow.leftovers) is told
+    apart from the person's edits path by path; `forget_stale=False` (gtd status) only reads its record."""
     from gtd.workflow import leftovers
     from gtd.workflow.unsafe import find_unsafe
 
     from gtd.workflow.unsafe import left_out_earlier
 
-    agent = leftovers.untouched(repo, forget_stale=forget_stale)
+    agent = leftovers.pending(repo, forget_done=forget_stale)
     kept_out = left_out_earlier(repo)  # a build step left them out: still untracked, neither yours nor to commit
     changed = [c for c in git.changes(repo) if not (c.status == "??" and c.path in kept_out)]
     if not changed:
         return None
-    if agent:
-        return PendingEdits(changed, agent=True)
+    if agent is not None:
+        theirs = set(agent.all_paths)
+        changed = [c for c in changed if c.path not in theirs]
+        if not changed:
+            return PendingEdits([], agent=agent)
     untracked = [c.path for c in changed if c.status == "??"]
     unsafe = find_unsafe(untracked, git.tracked_dirs(repo)) if untracked else []
     if unsafe:
-        return PendingEdits(changed, unsafe=unsafe)
+        return PendingEdits(changed, agent=agent, unsafe=unsafe)
     edits, split = _classify(repo, changed)
-    return PendingEdits(changed, edits=edits, split=split)
+    return PendingEdits(changed, agent=agent, edits=edits, split=split)
 
 
 def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
     """Commit whatever the person changed: fixes (🔧) and feedback (💬, or the seed of a plan) in
     separate commits, fix first, hunk by hunk within a file. Untracked secrets or bulk stop it
-    (gtd.workflow.unsafe). Changes a stopped phase left behind, untouched since, are the agent's:
-    they stay for the phase to carry on."""
+    (gtd.workflow.unsafe). The agent's unfinished work (gtd.workflow.leftovers) is never in these
+    commits: it stays for the phase to carry on."""
     from gtd.sandbox.placeholders import settle_leftovers
     from gtd.workflow.unsafe import UnsafeFiles
 
     settle_leftovers(repo)  # a killed sandbox's placeholders and planted protected paths are never committed
     pending = pending_edits(repo)
-    if pending is None or pending.agent:
+    if pending is None or pending.edits is None and not pending.unsafe:
         return None
     if pending.unsafe:
         raise UnsafeFiles(pending.unsafe)
@@ -357,6 +360,13 @@ def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
 
     if TODO_FILE in split.feedback_files + split.fix_files:
         markdown.normalize_todo(repo)
+
+    def commit_rest(subject: str) -> str | None:  # everything left of the person's, none of the agent's
+        if pending.agent is None:
+            return git.commit_all(repo, subject)
+        git.stage_only(repo, edits.paths, {})
+        return git.commit_staged(repo, subject)
+
     if split.feedback_files or split.mixed:
         if split.fix_files or split.mixed:
             git.stage_only(repo, split.fix_files, split.mixed)
@@ -369,9 +379,9 @@ def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
             summary = f"seed: {todo.title}" if todo and todo.title else "seed"
         else:
             summary = _shown(split.feedback_files + list(split.mixed))
-        sha = git.commit_all(repo, message(Step.FEEDBACK, summary))
+        sha = commit_rest(message(Step.FEEDBACK, summary))
     else:
-        sha = git.commit_all(repo, message(Step.FIX, _shown(edits.paths)))
+        sha = commit_rest(message(Step.FIX, _shown(edits.paths)))
     if sha:
         edits.commits.append(sha)
         _show(progress, repo, sha)
@@ -402,12 +412,22 @@ def marker_lines(repo: Path, limit: int = 50, *, search: git.Running | None = No
 def predict(repo: Path) -> dict:
     """What `gtd` would do now and why, without doing anything (for `gtd status`): the same reading
     of the uncommitted changes as commit_human_edits, and the same inference as after it."""
-    result: dict = {"pending_edits": None}
+    from gtd.workflow import leftovers
+
+    result: dict = {"pending_edits": None, "agent_work": None}
     pending = pending_edits(repo, forget_stale=False)
-    if pending is not None and pending.agent:
-        result["pending_edits"] = {"owner": "agent", "paths": [c.path for c in pending.changed],
-                                   "what": "a stopped phase's unfinished work: the next step carries on with it"}
-    elif pending is not None and pending.unsafe:
+    if pending is not None and pending.agent is not None:
+        work = pending.agent
+        result["agent_work"] = {"phase": work.phase, "paths": work.all_paths, "edited_by_you": work.edited,
+                                "resumes_session": bool(work.session), "stopped": work.reason,
+                                "what": (f"the {work.phase} agent's work in progress (a run is going on)"
+                                         if work.reason == leftovers.RUNNING else
+                                         f"the {work.phase or 'stopped'} phase's unfinished work (stopped: "
+                                         f"{work.reason or 'unknown'}): the next {work.phase or 'step'} carries it on")
+                                        + (" (your edits in it go into that commit)" if work.edited else "")}
+    if pending is not None and pending.edits is None and not pending.unsafe:
+        pending = None  # only the agent's
+    if pending is not None and pending.unsafe:
         result["pending_edits"] = {"owner": "person", "paths": [c.path for c in pending.changed],
                                    "unsafe": [e.to_json() for e in pending.unsafe],
                                    "what": "gtd would stop: untracked secrets or generated bulk (see `unsafe`)"}

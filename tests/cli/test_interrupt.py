@@ -110,7 +110,8 @@ def test_sigterm_or_sighup_ends_a_phase_as_ctrl_c_does(repo, signames, options):
     assert [entry["event"] for entry in AuditLog(repo).read()][-1:] == ["interrupted"]
     left = json.loads((project_state_dir(repo) / leftovers.MARKER).read_text())
     assert (left["phase"], left["reason"]) == ("build", "interrupted")
-    assert leftovers.untouched(repo, forget_stale=False)  # the next run carries on with the agent's work
+    work = leftovers.pending(repo, forget_done=False)  # the next run carries on with the agent's work
+    assert work is not None and work.paths == ["half.txt"] and work.person == []
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from support import git, run_gtd
+from support import agent_work_recorded, git, run_gtd
 
 from gtd import runlock
 from gtd.exitcodes import ExitCode
@@ -52,6 +52,7 @@ def test_a_second_run_is_refused_and_status_names_the_first(repo):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(marker)
+        agent_work_recorded(repo, ["half.txt"])  # the running agent's write, recorded once gtd has read its result
         started = time.monotonic()
         second = run_gtd("build", cwd=repo, timeout=60)
         assert time.monotonic() - started < 15  # refused at once, not after building the same item
@@ -61,12 +62,18 @@ def test_a_second_run_is_refused_and_status_names_the_first(repo):
         assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", second.stderr)
         assert "gtd status" in second.stderr  # what still works meanwhile
         assert "the agent changed nothing" not in second.stderr
+        events = run_gtd("build", "--json", cwd=repo, timeout=60)
+        assert events.returncode == 7
+        end = json.loads(events.stdout.splitlines()[-1])
+        assert (end["event"], end["status"], end["exit_code"], end["holder"]["pid"]) == ("run_end", "busy", 7, first.pid)
 
         status = run_gtd("status", cwd=repo, timeout=60)
         assert status.returncode == 0, status.stderr
         assert f"running: another gtd run is working in this repository: pid {first.pid}" in status.stdout
         status_json = json.loads(run_gtd("status", "--json", cwd=repo, timeout=60).stdout)
         assert status_json["running"]["pid"] == first.pid
+        assert status_json["agent_work"]["paths"] == ["half.txt"]  # recorded as the running agent wrote it
+        assert "agent's work: half.txt -> the build agent's work in progress (a run is going on)" in status.stdout
         assert status_json["next"] == "build"
     finally:
         first.send_signal(signal.SIGKILL)  # a run killed outright: it cannot release its lock
@@ -103,3 +110,25 @@ def test_a_killed_runs_lock_is_taken_over_with_one_line(repo):
     assert f"(pid {dead.pid}, `gtd build`" in done.stderr and "taken over" in done.stderr, done.stderr
     assert done.returncode != ExitCode.BUSY
     assert runlock.holder(repo) is None  # released at its end
+
+
+def test_status_probing_the_lock_never_refuses_a_starting_run(repo):
+    """`gtd status` (runlock.holder) takes the lock shared for a moment: a run starting meanwhile is not refused."""
+    import fcntl
+
+    from gtd.runlock import _path
+
+    path = _path(repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # a probe in progress
+    try:
+        import threading
+
+        threading.Timer(0.05, lambda: fcntl.flock(fd, fcntl.LOCK_UN)).start()  # ... that ends at once
+        lock = runlock.acquire(repo, "gtd build")
+    finally:
+        os.close(fd)
+    assert runlock.holder(repo)["command"] == "gtd build"
+    lock.release()
+    assert runlock.holder(repo) is None

@@ -156,3 +156,25 @@ def test_token_totals_sum_every_model_request(agent, planned, fake_model):
     phase_end = next(e for e in events if e["event"] == "phase_end" and e["phase"] == "build")
     run_end = next(e for e in events if e["event"] == "run_end")
     assert phase_end["tokens"] == sums and run_end["tokens"] == sums, (reported, phase_end, run_end)
+
+
+def test_a_stopped_build_resumes_the_agents_own_session_in_the_next_run(agent, planned, fake_model):
+    """Issue 24: a build stopped with the agent's work half done (tests red, no retry left) is carried on by
+    the next `gtd build` in the agent's own session, resumed by its CLI (claude --resume, opencode and pi
+    --session): the model sees its earlier turn, and the step lands as one 🔨 with no 🔧 fix."""
+    config = json.loads((planned / ".gtdrc.json").read_text())
+    (planned / ".gtdrc.json").write_text(json.dumps({**config, "testRetries": 0}))
+    git(planned, "commit", "-q", "--amend", "-a", "--no-edit")
+    fake_model.script([shell("echo half > half.txt"), say("Half done, more to come.")])
+    fake_model.on_prompt("Carry on", [shell("echo hi > hello.txt"), say("Done.")])
+    stopped = gtd_build(agent, planned)
+    assert stopped.returncode == 1 and "tests still fail after 1 attempt(s)" in stopped.stderr, explain(stopped)
+    assert json.loads(run_gtd("status", "--json", cwd=planned).stdout)["agent_work"]["paths"] == ["half.txt"]
+
+    done = gtd_build(agent, planned)
+    assert done.returncode == 0, explain(done)
+    assert f"resuming its {agent.name} session" in done.stderr and "could not resume" not in done.stderr
+    assert subjects(planned)[:2] == [BUILD_COMMIT, PLAN_COMMIT]
+    assert git(planned, "show", "--name-only", "--format=", "HEAD").split() == ["TODO.md", "half.txt", "hello.txt"]
+    carried_on = [json.dumps(r.body) for r in fake_model.main_requests() if "Carry on" in json.dumps(r.body)]
+    assert carried_on and "Half done, more to come." in carried_on[0]  # the resumed session's own history

@@ -211,19 +211,47 @@ def test_unfinished_agent_work_is_not_taken_for_the_persons_edits(repo):
     assert subjects(repo)[0].startswith("🔨 build:")
 
 
-def test_leftovers_edited_by_the_person_become_their_fix(repo):
+def test_leftovers_edited_by_the_person_stay_with_the_agents_work_and_are_named(repo):
+    """The person edits a file of the agent's unfinished work (issue 24): the agent's work stays the agent's
+    (no 🔧 commit of it), the carrying-on agent is told of the edit, and the 🔨 commit's body names it."""
     broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
                           {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
     setup_repo(repo, write_script(repo, [broken]))
     (repo / "TODO.md").write_text("# Counter\n")
     assert run_gtd("plan", cwd=repo).returncode == 0
+    planned = subjects(repo)
     assert run_gtd("build", cwd=repo).returncode == 1
     (repo / "count.py").write_text("def add(a, b):\n    return a + b  # by hand\n")
-    write_script(repo, [{"actions": [{"write": {"path": "count.py",
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert status["agent_work"]["paths"] == ["count.py", "test_count.py"]
+    assert status["agent_work"]["edited_by_you"] == ["count.py"] and status["pending_edits"] is None
+    write_script(repo, [{"when": ["The person edited count.py since", "Carry on"],
+                         "actions": [{"write": {"path": "count.py",
                                                 "content": "def add(a, b):\n    return a + b  # by hand, reviewed\n"}}]}])
     assert run_gtd("build", cwd=repo).returncode == 0
+    assert subjects(repo)[1:] == planned
     assert subjects(repo)[0].startswith("🔨 build:")
-    assert subjects(repo)[1].startswith("🔧 fix:")
+    body = git(repo, "log", "-1", "--format=%b")
+    assert "Also holds the person's edits to count.py" in body
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == ["TODO.md", "count.py", "test_count.py"]
+
+
+def test_a_run_stopped_before_its_agent_starts_takes_no_edit_for_the_agents(repo):
+    """A run that stops before any agent runs (here: TODO.md is no plan) must not record the work tree as the
+    agent's: the person's edit made meanwhile stays known as theirs."""
+    broken = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a - b\n"}},
+                          {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [broken]))
+    (repo / "TODO.md").write_text("# Counter\n")
+    assert run_gtd("plan", cwd=repo).returncode == 0
+    assert run_gtd("build", cwd=repo).returncode == 1  # red: the agent's work stays, recorded as the agent's
+    (repo / "count.py").write_text("def add(a, b):\n    return a + b  # by hand\n")
+    (repo / "TODO.md").write_text("# Counter\n\nno plan here\n")
+    stopped = run_gtd("build", cwd=repo)
+    assert stopped.returncode == 1 and "is not a plan gtd can build" in stopped.stderr
+    status = json.loads(run_gtd("status", "--json", cwd=repo).stdout)
+    assert status["agent_work"]["paths"] == ["count.py", "test_count.py"]
+    assert status["agent_work"]["edited_by_you"] == ["count.py"]
 
 
 def test_build_where_the_agent_changes_nothing_never_ticks(repo):

@@ -26,7 +26,11 @@ MODULE_FUNCTIONS = {"os": {"remove", "replace", "rename", "open", "unlink", "mkd
 # (file below gtd/, function) -> why it is not a workspace access.
 ALLOWED = {
     ("workflow/git.py", "temporary_index"): "a throw-away git index in the system temp dir",
-    ("workflow/leftovers.py", "untouched"): "the leftovers marker lives in gtd's per-project state dir",
+    ("workflow/leftovers.py", "_read"): "the agent's work record lives in gtd's per-project state dir",
+    ("workflow/leftovers.py", "write_state"): "replaces a record in gtd's per-project state dir",
+    ("workflow/green.py", "last_green"): "the last green test run's record lives in gtd's per-project state dir",
+    ("workflow/leftovers.py", "worktree_tree"): "copies the repository's git index (git metadata, not the work tree) "
+                                                "to a throw-away index in the system temp dir",
     ("workflow/leftovers.py", "forget"): "the leftovers marker lives in gtd's per-project state dir",
     ("workflow/unsafe.py", "left_out_earlier"): "the left-out list lives in gtd's per-project state dir",
     ("workflow/format_helper.py", "_detach"): "the forked formatter's stdio becomes /dev/null",
