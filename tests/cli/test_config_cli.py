@@ -100,3 +100,24 @@ def test_not_a_git_repo_is_a_usage_error(tmp_path):
     result = run_gtd("build", cwd=tmp_path)
     assert result.returncode == 2
     assert "not inside a git repository" in result.stderr
+
+
+def test_config_show_and_audit_do_not_wrap_off_a_terminal(repo):
+    """Issue 24: piped (a file, a script), each row is one line, however narrow COLUMNS is."""
+    from gtd.audit import AuditLog
+
+    long_command = "make check " + " ".join(f"--option-{i}=value-{i}" for i in range(12))
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": long_command}))
+    shown = run_gtd("config", "show", "--origin", cwd=repo, env={"COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    [line] = [l for l in shown.stdout.splitlines() if l.strip().startswith("testCommand")]
+    assert json.dumps(long_command) in line and line.rstrip().endswith(f"project ({repo / '.gtdrc.json'})")
+    assert len(line) > 200
+
+    target = "https://" + "a-long-host-name." * 8 + "example.com:443"
+    AuditLog(repo).record("violation", kind="network", target=target, phase="build", level="readwrite",
+                          detail="refused by the proxy: not in sandbox.levels.readwrite.allowDomains")
+    audit = run_gtd("audit", cwd=repo, env={"COLUMNS": "80"})
+    assert audit.returncode == 0, audit.stderr
+    [row] = [l for l in audit.stdout.splitlines() if "violation" in l]
+    assert target in row and row.rstrip().endswith("allowDomains") and len(row) > 200
