@@ -81,6 +81,22 @@ def token_counts(usage: dict[str, Any] | None) -> tuple[int, int] | None:
     return inputs, num("output_tokens", "output", "reasoning")
 
 
+def call_detail(tool_input: dict[str, Any] | None) -> str:
+    """What a tool call is about, as a person reads it: the command, the pattern searched for (and
+    where), the file, the URL or the query. "" when the input has none of these."""
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+
+    def text(*keys: str) -> str:
+        return next((tool_input[k] for k in keys if isinstance(tool_input.get(k), str) and tool_input[k]), "")
+
+    if text("command", "cmd"):
+        return text("command", "cmd")
+    if text("pattern"):  # Grep/Glob: the pattern is the point, the path only where
+        where = text("path", "include", "glob")
+        return text("pattern") + (f" in {where}" if where else "")
+    return text("file_path", "filePath", "path", "url", "query")
+
+
 def json_object(line: str) -> dict[str, Any] | None:
     """One line of a CLI's JSON stream as an object, or None for anything else (banners, noise)."""
     try:

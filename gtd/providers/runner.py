@@ -25,7 +25,7 @@ from collections import deque
 from contextlib import contextmanager
 
 from gtd.providers.base import AgentRequest, Provider
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, call_detail
 from gtd.record import record
 
 STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a failure
@@ -376,14 +376,7 @@ def _track_tool_calls(open_calls: dict[str, AgentEvent], event: AgentEvent) -> N
 
 def describe_call(event: AgentEvent, limit: int = 120) -> str:
     """`Bash: npm test` -- a tool call as one short line (the command, path or URL it was given)."""
-    tool_input = event.tool_input if isinstance(event.tool_input, dict) else {}
-    for key in ("command", "cmd", "path", "file_path", "filePath", "url", "pattern", "query"):
-        if isinstance(tool_input.get(key), str):
-            detail = tool_input[key]
-            break
-    else:
-        detail = ""
-    text = " ".join(f"{event.tool or 'tool'}: {detail}".split()).rstrip(":")
+    text = " ".join(f"{event.tool or 'tool'}: {call_detail(event.tool_input)}".split()).rstrip(":")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

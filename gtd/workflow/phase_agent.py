@@ -19,7 +19,7 @@ from gtd.escalation.decision import Decision
 from gtd.exitcodes import ExitCode
 from gtd.prompts import render
 from gtd.providers.base import AgentRequest
-from gtd.providers.events import AgentEvent, EventKind
+from gtd.providers.events import AgentEvent, EventKind, call_detail
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
 from gtd.record import record, replace
@@ -186,7 +186,7 @@ class PhaseAgent:
             from gtd.escalation.request import EscalationRequest
 
             requests.append(EscalationRequest.create(kind="path", target=str(path), phase=self.phase, level=policy.level,
-                                                     reason=f"{call.tool or 'tool'} call: {_short(call.tool_input)}"))
+                                                     reason=_call_reason(call)))
         return requests
 
     def _decide(self, requests: list[EscalationRequest]) -> list[str]:
@@ -372,6 +372,15 @@ def _now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _call_reason(call: AgentEvent) -> str:
+    """Why a write was asked for, as the escalation box shows it: `Bash call: echo x > /etc/x` (the
+    command, the file or the pattern, never the input's Python repr)."""
+    import json
+
+    detail = call_detail(call.tool_input) or json.dumps(call.tool_input or {}, ensure_ascii=False)
+    return f"{call.tool or 'tool'} call: {_short(detail)}"
 
 
 def _short(value: object, limit: int = 200) -> str:

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from contextlib import contextmanager
 
-from gtd.providers.events import AgentEvent, EventKind, token_counts
+from gtd.providers.events import AgentEvent, EventKind, call_detail, token_counts
 from gtd.record import field, record
 from gtd.terminal_text import markup, visible
 
@@ -410,11 +410,5 @@ class Progress:
 def _summarize(tool_input: dict | None) -> str:
     if not tool_input:
         return ""
-    for key in ("command", "cmd", "path", "file_path", "filePath", "url", "pattern"):
-        if key in tool_input:
-            text = str(tool_input[key])
-            break
-    else:
-        text = json.dumps(tool_input, ensure_ascii=False)
-    return _one_line(text, 100)
+    return _one_line(call_detail(tool_input) or json.dumps(tool_input, ensure_ascii=False), 100)
 

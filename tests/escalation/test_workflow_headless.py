@@ -58,6 +58,7 @@ def test_plan_without_a_terminal_exits_4_then_approve_and_the_rerun_needs_nobody
     [request] = payload["requests"]
     assert (request["kind"], request["target"], request["phase"], request["level"]) == \
         ("path", str((repo / "notes").resolve()), "plan", "readonly")
+    assert request["reason"] == "write call: notes/design.md"  # the call's file, not its input's Python repr
     assert not (repo / "notes").exists()
     assert "🔐" not in git(repo, "log", "--format=%s")
     assert [r.id for r in PendingStore(repo).list()] == [request["id"]]

@@ -110,3 +110,16 @@ def test_the_status_shows_the_level_the_person_raised_the_phase_to():
     progress.phase("build", item="Add count.py", level="readwrite", provider="opencode")
     progress.audited({"event": "test_run", "phase": "build", "level": "network", "exit_code": 0})
     assert "build · network · opencode" in _status(progress)
+
+
+def test_a_grep_call_shows_its_pattern_and_where_it_looks():
+    """Issue 24: a Grep line showed only its path; the pattern is what it is about."""
+    out = io.StringIO()
+    progress = Progress(SafeConsole(file=out, width=200, color_system=None), live=False)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="claude")
+    progress.event(AgentEvent(EventKind.TOOL_CALL, tool="Grep", tool_id="1",
+                              tool_input={"pattern": "def add\\(", "path": "src", "output_mode": "content"}))
+    assert "Grep def add\\( in src" in out.getvalue()
+    assert "▶ Grep: def add\\( in src" in _status(progress)
+    progress.event(AgentEvent(EventKind.TOOL_CALL, tool="grep", tool_id="2", tool_input={"pattern": "TODO"}))
+    assert "grep TODO\n" in out.getvalue()
