@@ -375,24 +375,51 @@ class Progress:
         finally:
             self._lock.release()
 
+    def _status_line(self, now: float, width: int) -> Any:
+        """Phase · level · provider · item · time · tokens · "Ctrl-C to stop" on one line of `width`:
+        when it does not fit, the item is shortened first, then the tokens, then level and provider
+        go; the phase, the time and how to stop always stay."""
+        from rich.text import Text
+
+        phase = self.phase_now
+        level = visible(phase.level, one_line=True) if phase and phase.level else ""
+        provider = visible(phase.provider, one_line=True) if phase and phase.provider else ""
+        item = " ".join(visible(phase.item, one_line=True).split()) if phase and phase.item else ""
+        usage = self.usage.describe() if self.usage.reported else ""
+        head = _SPINNER[int(now * 10) % len(_SPINNER)] + " " + (phase.name if phase else "gtd")
+        tail = " · " + _clock(now - self.started)
+        stop = " · Ctrl-C to stop"
+
+        def length(parts: list[str]) -> int:
+            return len(head) + sum(3 + len(p) for p in parts if p) + len(tail) + len(stop)
+
+        item = _one_line(item, 60) if item else ""
+        room = width - 1 - length([level, provider, usage])  # what is left for the item (1: the cursor)
+        if item and room < len(item) + 3:
+            item = _one_line(item, room - 3) if room - 3 >= 12 else ""
+        if length([level, provider, item, usage]) >= width and usage:
+            usage = f"{_count(self.usage.input)}/{_count(self.usage.output)} tokens"
+        if length([level, provider, item, usage]) >= width:
+            level = provider = ""
+        status = Text(no_wrap=True, overflow="ellipsis")
+        status.append(head[:2], style="cyan")
+        status.append(head[2:], style="bold cyan")
+        for part in (level, provider, item):
+            if part:
+                status.append(" · " + part)
+        status.append(tail)
+        if usage:
+            status.append(" · " + usage)
+        status.append(stop, style="dim")
+        return status
+
     def _render(self) -> Group:
         from rich.console import Group
         from rich.text import Text
 
         now = time.monotonic()
         phase = self.phase_now
-        status = Text()
-        status.append(_SPINNER[int(now * 10) % len(_SPINNER)] + " ", style="cyan")
-        status.append(phase.name if phase else "gtd", style="bold cyan")
-        for part in (phase.level if phase else None, phase.provider if phase else None,
-                     _one_line(phase.item, 60) if phase and phase.item else None):
-            if part:
-                status.append(" · " + visible(part, one_line=True))
-        status.append(" · " + _clock(now - self.started))
-        if self.usage.reported:
-            status.append(" · " + self.usage.describe())
-        status.append(" · Ctrl-C to stop", style="dim")
-        rows = [status]
+        rows: list[Any] = [_FitWidth(lambda width: self._status_line(now, width))]
         if self.retrying:
             rows.append(Text("  ↻ " + _one_line(visible(self.retrying, one_line=True)), style="yellow"))
         if self.running:
@@ -406,6 +433,16 @@ class Progress:
         for line in self.tail:
             rows.append(Text("    │ " + line, style="dim", no_wrap=True, overflow="ellipsis"))
         return Group(*rows)
+
+class _FitWidth:
+    """A renderable made for the width it is given (rich passes it at render time)."""
+
+    def __init__(self, make: Callable[[int], Any]):
+        self.make = make
+
+    def __rich_console__(self, console: Any, options: Any):
+        yield self.make(options.max_width)
+
 
 def _summarize(tool_input: dict | None) -> str:
     if not tool_input:

@@ -123,3 +123,19 @@ def test_a_grep_call_shows_its_pattern_and_where_it_looks():
     assert "▶ Grep: def add\\( in src" in _status(progress)
     progress.event(AgentEvent(EventKind.TOOL_CALL, tool="grep", tool_id="2", tool_input={"pattern": "TODO"}))
     assert "grep TODO\n" in out.getvalue()
+
+
+def test_with_tokens_the_status_line_keeps_ctrl_c_at_120_columns():
+    """Issue 24: the item and token counts pushed "Ctrl-C to stop" off a 120-column line; now the item
+    is shortened first (then the tokens, then level and provider), and the line fits."""
+    progress = Progress(SafeConsole(file=io.StringIO(), color_system=None), live=False)
+    progress.phase("build", item="Add a streaming parser for the vendor's CSV exports with per-column type "
+                   "inference", level="readwrite", provider="opencode")
+    progress.event(AgentEvent(EventKind.END, usage={"input": 32_200, "output": 6_800}, cost_usd=0.1234))
+    for width, kept in ((120, "build · readwrite · opencode · Add a streaming"), (80, "build · "), (60, "build · ")):
+        out = io.StringIO()
+        SafeConsole(file=out, width=width, color_system=None).print(progress._render())
+        line = out.getvalue().splitlines()[0]
+        assert line.endswith("Ctrl-C to stop") and len(line) < width, (width, line)
+        assert kept in line and "00:0" in line, (width, line)
+    assert "32.2k in / 6.8k out tokens · $0.1234" in _status(progress)  # wide enough: all of it
