@@ -36,10 +36,10 @@ def learn(ctx: RunContext) -> str | None:
         agent.ask(render("learn", title=title, learnings="\n".join(learnings), agents=read_text(ctx, AGENTS_FILE)),
                   system_prompt=render("system_learn"), editable_paths=[AGENTS_FILE])
         sha = git.commit_all(ctx.repo, message(Step.LEARN, title))
-        ctx.audit.record("step", step="learn", commit=sha)
         ctx.progress.info(f"[green]✓ learn[/green] {len(learnings)} learning(s) merged into {AGENTS_FILE}")
     else:
         sha = git.commit_all(ctx.repo, message(Step.LEARN, f"{title} (no learnings)"), allow_empty=True)
+    ctx.audit.record("step", step="learn", commit=sha)  # also the empty one: the summary lists every commit
     if sha:
         ctx.progress.committed(git.subject(ctx.repo, sha), sha, git.commit_files(ctx.repo, sha))
     cleanup(ctx, title)

@@ -262,3 +262,22 @@ def test_a_step_without_an_agent_needs_no_agent_cli(repo, tmp_path):
     result = run_gtd("plan", "more", cwd=repo, env={"PATH": str(bin_dir)})  # a phase does need it
     assert result.returncode == 2 and "`claude` is not on PATH" in result.stderr, result.stderr
     assert git(repo, "rev-parse", "HEAD") == head and not (repo / "TODO.md").exists()  # the goal was not seeded
+
+
+@pytest.mark.parametrize("learnings", ["- Use unittest.\n", ""], ids=["learnings", "no learnings"])
+def test_the_learn_summary_lists_every_commit_it_made(repo, learnings):
+    """Issue 24: the summary listed 2 of learn's 3 commits (the empty 📚 commit of a plan without
+    learnings was never reported): the person's 🔧 fix, 📚 learn and 🧹 cleanup are all there."""
+    setup_repo(repo, write_script(repo, []))
+    (repo / "TODO.md").write_text(PLAN.replace("- [ ]", "- [x]").replace("- Use unittest.\n", learnings))
+    git(repo, "add", "TODO.md")
+    git(repo, "commit", "-q", "-m", "📝 plan: Counter")
+    (repo / "notes.txt").write_text("the person's own edit\n")
+    result = run_gtd("learn", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    made = git(repo, "log", "--format=%H %s", "HEAD~3..HEAD").splitlines()[::-1]
+    assert [line.split(" ", 1)[1].split(":")[0] for line in made] == ["🔧 fix", "📚 learn", "🧹 cleanup"]
+    run_end = next(json.loads(line) for line in result.stdout.splitlines() if '"run_end"' in line)
+    assert [c["hash"] for c in run_end["commits"]] == [line.split()[0][:10] for line in made]
+    summary = result.stderr[result.stderr.index("summary ("):]
+    assert all(f"committed {line.split()[0][:10]}" in summary for line in made), summary
