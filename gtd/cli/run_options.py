@@ -19,6 +19,7 @@ class RunOptions:
     verbose: bool = False
     directory: Path | None = None
     json: bool = False  # --json: JSONL events on stdout
+    demo: bool = False  # `gtd demo`: the scripted provider may play its built-in demo script
 
     @property
     def verbosity(self) -> int:

@@ -165,7 +165,7 @@ def test_plan_phase_cannot_write_code(repo):
 
 def test_demo_command_runs_the_embedded_script(tmp_path):
     target = tmp_path / "demo"
-    result = run_gtd("demo", "--keep", str(target), cwd=tmp_path)
+    result = run_gtd("demo", "--keep", str(target), cwd=tmp_path, env={"GTD_DEMO_SCRIPT": ""})  # as a person runs it
     assert result.returncode == 0, result.stderr
     log = subjects(target)
     assert log[0].startswith("🧹 cleanup")
@@ -281,3 +281,18 @@ def test_the_learn_summary_lists_every_commit_it_made(repo, learnings):
     assert [c["hash"] for c in run_end["commits"]] == [line.split()[0][:10] for line in made]
     summary = result.stderr[result.stderr.index("summary ("):]
     assert all(f"committed {line.split()[0][:10]}" in summary for line in made), summary
+
+
+def test_the_built_in_demo_script_is_refused_in_a_real_repository(repo):
+    """Issue 24: `gtd -p scripted plan "my goal"` committed the demo's canned plan about something else."""
+    before = git(repo, "log", "--format=%H")
+    result = run_gtd("-p", "scripted", "plan", "my goal", cwd=repo, env={"GTD_DEMO_SCRIPT": ""})
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    message = " ".join(result.stderr.split())
+    assert "built-in demo script" in message and "only in `gtd demo`" in message and "Nothing was done" in message
+    assert git(repo, "log", "--format=%H") == before and git(repo, "status", "--porcelain") == ""
+    # a script of the person's own is what they asked for: it runs
+    setup_repo(repo, write_script(repo, []))
+    result = run_gtd("-p", "scripted", "plan", "Counter", cwd=repo, env={"GTD_DEMO_SCRIPT": ""})
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0] == "📝 plan: Counter"
