@@ -98,8 +98,13 @@ def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None
     cwd = (directory or Path.cwd()).resolve()
     decider = escalator.network_decider if escalator else None
 
+    from gtd.refusal_tally import RefusalTally, repeats_line
+
+    tally = RefusalTally()  # a client retrying a refused host: one line, and its count at the end
+
     def on_violation(v) -> None:
-        _show_refusal(v)
+        if tally.add(f"{v.kind} {v.target}") == 1:
+            _show_refusal(v)
         if escalator:
             escalator.audit.record("violation", **v.to_dict())
 
@@ -120,6 +125,8 @@ def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None
             _report_refused_writes(policy, cwd, stderr_text, session)
             if code != 0:
                 _show_hints(policy, stderr_text, escalator)
+    for what, repeats, total in tally.unsaid_repeats():
+        write(f"gtd sandbox: {repeats_line(what, repeats, total)}\n", stream=sys.stderr)
     code = code if code >= 0 else 128 - code
     pending = [request.model_dump(mode="json") for request in escalator.headless_denied] if escalator else []
     payload = {"status": "escalation_pending" if pending else "ok", "requests": pending, "commandExitCode": code}

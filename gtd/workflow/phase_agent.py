@@ -83,7 +83,8 @@ class PhaseAgent:
     def _record_violation(self, violation: Violation) -> None:
         self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,
                               level=violation.level.value, detail=violation.detail)
-        self.ctx.progress.warn(f"sandbox refused {violation.kind} {violation.target}")
+        self.ctx.progress.refused(violation.kind, violation.target, phase=self.phase.value,
+                                  level=violation.level.value, detail=violation.detail)
 
     # -- the agent ----------------------------------------------------------------------------
 

@@ -139,3 +139,26 @@ def test_the_why_command_a_refusal_suggests_quotes_the_commands_path(repo):
     """The refused path is the command's choice: pasted into a shell, the suggested command keeps it one argument."""
     r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "touch '/home/x$(id);y'", cwd=repo)
     assert "see `gtd sandbox why '/home/x$(id);y' --level readwrite`" in r.stderr, r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_a_retried_refusal_is_one_line_and_a_count(repo):
+    """Issue 24: a client retrying a refused host (pip: 6 tries an URL) made one line per try."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
+                    "for i in 1 2 3 4 5; do curl -s --max-time 5 https://example.com; done; echo done", cwd=repo)
+    assert r.returncode == 4 and r.stdout == "done\n", r.stderr
+    assert r.stderr.count("refused network example.com:443") == 2, r.stderr
+    assert "refused network example.com:443 (not approved); see `gtd sandbox why" in r.stderr
+    assert "refused network example.com:443 4 more time(s), 5 in all (retried: shown once)" in r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_a_refused_direct_https_connection_gets_an_access_denied_alert_not_a_reset(repo):
+    """A client that ignores the proxy variables: its TLS handshake is answered with a fatal access_denied
+    alert, which clients report as "access denied" and do not retry (a reset reads as a flaky network)."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "curl", "-sS", "--noproxy", "*", "--max-time", "10",
+                    "https://example.com/", cwd=repo)
+    assert "tlsv1 alert access denied" in r.stderr and "reset" not in r.stderr.lower(), r.stderr
+    assert "refused network example.com:443" in r.stderr

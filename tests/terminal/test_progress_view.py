@@ -139,3 +139,23 @@ def test_with_tokens_the_status_line_keeps_ctrl_c_at_120_columns():
         assert line.endswith("Ctrl-C to stop") and len(line) < width, (width, line)
         assert kept in line and "00:0" in line, (width, line)
     assert "32.2k in / 6.8k out tokens · $0.1234" in _status(progress)  # wide enough: all of it
+
+
+def test_a_retried_refusal_is_one_line_a_live_count_and_one_summary_entry():
+    """Issue 24: pip retrying a denied host made 30 "refused network" lines and 30 summary entries."""
+    out, events = io.StringIO(), io.StringIO()
+    progress = Progress(SafeConsole(file=out, width=200, color_system=None), live=False, events=events)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="claude")
+    for _ in range(30):
+        progress.refused("network", "pypi.denied.example:443", phase="build", level="readwrite", detail="not approved")
+    progress.refused("write", "/etc/x", phase="build", level="readwrite")
+    assert "✗ refused network pypi.denied.example:443 again (30 in all)" in _status(progress)
+    progress.committed("🔨 build: Add count.py", "0123456789abcdef", ["A  count.py"], step="build")
+    progress.finish("ok", 0)
+    shown = out.getvalue()
+    assert shown.count("sandbox refused network pypi.denied.example:443") == 1
+    assert shown.count("refused network pypi.denied.example:443 29 more time(s), 30 in all") == 1
+    assert "refused by the sandbox: 31 (network pypi.denied.example:443 ×30; write /etc/x)" in shown
+    records = [json.loads(line) for line in events.getvalue().splitlines()]
+    assert [r["count"] for r in records if r["event"] == "refusal"] == [*range(1, 31), 1]  # each one, counted
+    assert next(r for r in records if r["event"] == "run_end")["refusals"] == 31
