@@ -187,14 +187,10 @@ def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None
     if not stderr_text:
         return  # nothing said, nothing refused (and the patterns need not be compiled)
     from gtd.sandbox.session import Violation
-    from gtd.sandbox.violations import denied_write_paths
-    from gtd.sandbox.why import why_path
+    from gtd.sandbox.violations import refused_writes
 
-    for raw in denied_write_paths(stderr_text):
-        path = Path(raw) if Path(raw).is_absolute() else cwd / raw
-        verdict = why_path(policy, Path(os.path.normpath(path)))
-        if not verdict.allowed:
-            session.record_violation(Violation.now("write", verdict.target, policy.level, verdict.reason))
+    for _, target, reason in refused_writes(stderr_text, policy, cwd):  # whatever the exit status
+        session.record_violation(Violation.now("write", target, policy.level, reason))
 
 
 def _escalator(policy, phase: Phase | None, non_interactive: bool):

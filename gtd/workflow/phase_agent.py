@@ -25,6 +25,7 @@ from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, r
 from gtd.record import record, replace
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
+from gtd.sandbox.violations import mentions_refusal
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.workspace_files import UnsafeWorkspacePath, create_resolved, resolve_write_target
@@ -116,6 +117,13 @@ class PhaseAgent:
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
                     for hint in misleading_error_hints(event.text or "", policy):
                         self.ctx.progress.warn(hint)
+                elif event.kind == EventKind.TOOL_RESULT and mentions_refusal(event.text or ""):
+                    # A command that went on after a refused write and exited 0 (`touch ~/.x; echo done`):
+                    # the writes the policy indeed refuses are refusals all the same.
+                    from gtd.sandbox.violations import refused_writes
+
+                    for raw, _, _ in refused_writes(event.text or "", policy, self.ctx.repo):
+                        denied.append((raw, calls.get(event.tool_id or "", event), event.text or ""))
 
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question on screen holds the agent's inactivity clock
@@ -142,6 +150,17 @@ class PhaseAgent:
             prompt = render("resume_after_escalation", blocked=", ".join(r.target for r in requests),
                             decision="allowed " + ", ".join(granted))
         raise GtdError(f"{self.phase.value}: stopped after {MAX_ESCALATION_ROUNDS} escalation rounds")
+
+    def _record_refused_writes(self, output: str, policy: SandboxPolicy) -> None:
+        """Writes the test command's output reports refused that the policy refuses: shown and audited,
+        whatever its exit status (a test run that swallows an EROFS still passes)."""
+        if not mentions_refusal(output):
+            return
+        from gtd.sandbox.violations import refused_writes
+
+        for _, target, reason in refused_writes(output, policy, self.ctx.repo):
+            self._record_violation(Violation(kind="write", target=target, level=policy.level, time=_now(),
+                                             detail=reason))
 
     def _check_stopped(self, result: AgentResult) -> None:
         if result.stopped == "forbidden_tool":
@@ -252,6 +271,7 @@ class PhaseAgent:
                 self.ctx.escalator.clock = None
                 self.ctx.progress.running_command(None)
             output = _text(done.stdout)
+            self._record_refused_writes(output, policy)
             if done.returncode is None:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "
                                                f"{self.ctx.config.test_timeout_seconds}s (raise testTimeoutSeconds if "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -162,3 +163,19 @@ def test_a_refused_direct_https_connection_gets_an_access_denied_alert_not_a_res
                     "https://example.com/", cwd=repo)
     assert "tlsv1 alert access denied" in r.stderr and "reset" not in r.stderr.lower(), r.stderr
     assert "refused network example.com:443" in r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_refused_writes_of_a_command_that_exits_0_are_shown_and_audited(repo):
+    """Issue 24: `touch ~/.bashrc-x; echo > /etc/x; echo done` exits 0: both refusals were invisible."""
+    from gtd.audit import AuditLog
+
+    r = gtd_sandbox("run", "--", "sh", "-c", "touch ~/.bashrc-x; echo > /etc/x; echo done", cwd=repo)
+    assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    home_file = os.path.join(os.environ["HOME"], ".bashrc-x")
+    for target in (home_file, "/etc/x"):
+        assert f"gtd sandbox: refused write {target} (" in r.stderr, r.stderr
+    refused = [e["target"] for e in AuditLog(repo).read() if e["event"] == "violation"]
+    assert refused == [home_file, "/etc/x"]
+    assert not os.path.exists(home_file)

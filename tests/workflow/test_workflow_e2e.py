@@ -296,3 +296,20 @@ def test_the_built_in_demo_script_is_refused_in_a_real_repository(repo):
     result = run_gtd("-p", "scripted", "plan", "Counter", cwd=repo, env={"GTD_DEMO_SCRIPT": ""})
     assert result.returncode == 0, result.stderr
     assert subjects(repo)[0] == "📝 plan: Counter"
+
+
+def test_a_test_command_that_passes_still_shows_and_audits_its_refused_writes(repo):
+    """Issue 24: a refused write is a refusal whatever the exit status, also in the test command's output."""
+    from gtd.audit import AuditLog
+
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                        {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [good]), test_command="echo > /etc/x; python3 -m unittest -q")
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "TODO.md")
+    git(repo, "commit", "-q", "-m", "📝 plan: Counter")
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0].startswith("🔨 build:")
+    assert "sandbox refused write /etc/x" in result.stderr
+    assert ("write", "/etc/x") in [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
