@@ -130,7 +130,7 @@ class PhaseAgent:
             try:
                 with self._open(policy) as session:
                     result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts,
-                                       on_event=on_event, clock=clock)
+                                       on_event=on_event, clock=clock, on_unannounced=self.ctx.progress.unannounced_tool)
             finally:
                 self.ctx.escalator.clock = None
             self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,

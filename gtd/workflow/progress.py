@@ -172,6 +172,17 @@ class Progress:
                 self.tail.clear()
         self._refresh()
 
+    def unannounced_tool(self, command: str | None) -> None:
+        """A tool the agent's CLI runs without an event yet (opencode names it when it ends): shown as
+        running, not as a silent agent; None when it is over."""
+        with self._lock:
+            if command:
+                self.running, self.running_since = f"a tool: {command}", time.monotonic()
+                self.tail.clear()
+            elif self.running and self.running.startswith("a tool: "):
+                self.running = None
+        self._refresh()
+
     def committed(self, subject: str, sha: str, files: list[str], *, step: str | None = None) -> None:
         """Every commit gtd makes is shown with its files, so nothing lands in history unseen. `step`
         is given for commits no audited phase step reports (the person's 💬/🔧 edits)."""

@@ -159,3 +159,13 @@ def test_a_retried_refusal_is_one_line_a_live_count_and_one_summary_entry():
     records = [json.loads(line) for line in events.getvalue().splitlines()]
     assert [r["count"] for r in records if r["event"] == "refusal"] == [*range(1, 31), 1]  # each one, counted
     assert next(r for r in records if r["event"] == "run_end")["refusals"] == 31
+
+
+def test_a_tool_opencode_has_not_announced_is_shown_running_not_as_a_silent_agent():
+    progress = _progress()
+    progress.last_heard -= QUIET_SECONDS + 5
+    progress.unannounced_tool("npm test")
+    status = _status(progress)
+    assert "▶ a tool: npm test" in status and "waiting for" not in status
+    progress.unannounced_tool(None)
+    assert "a tool:" not in _status(progress) and "waiting for opencode" in _status(progress)
