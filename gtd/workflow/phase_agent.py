@@ -106,6 +106,12 @@ class PhaseAgent:
                 # gets its libraries loaded meanwhile (not earlier: the sandbox's set-up needs the CPU).
                 markdown.prepare_in_background()
                 self.ctx.progress.event(event)
+                if event.kind == EventKind.TOOL_CALL:
+                    # a connection the proxy holds for a decision says what opened it (the escalation box);
+                    # cleared at the result: a later connection is never put down to a call that has ended
+                    self.ctx.escalator.activity = _call_reason(event)
+                elif event.kind == EventKind.TOOL_RESULT:
+                    self.ctx.escalator.activity = None
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
@@ -133,6 +139,7 @@ class PhaseAgent:
                                        on_event=on_event, clock=clock, on_unannounced=self.ctx.progress.unannounced_tool)
             finally:
                 self.ctx.escalator.clock = None
+                self.ctx.escalator.activity = None
             self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,
                                   seconds=round(result.seconds, 4))
             self.session_id = result.session_id or self.session_id
@@ -260,6 +267,7 @@ class PhaseAgent:
             self.ctx.progress.running_command(f"test command: {command}")
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
+            self.ctx.escalator.activity = f"test command `{command}`"
             try:
                 with self._open(policy) as session:
                     started = time.monotonic()
@@ -269,6 +277,7 @@ class PhaseAgent:
                     seconds = time.monotonic() - started
             finally:
                 self.ctx.escalator.clock = None
+                self.ctx.escalator.activity = None
                 self.ctx.progress.running_command(None)
             output = _text(done.stdout)
             self._record_refused_writes(output, policy)

@@ -123,6 +123,8 @@ def test_build_whose_tests_need_an_unapproved_host_exits_4(repo, registry, spawn
     result = run_gtd("build", cwd=repo)
     payload = _pending_payload(result)
     assert [(r["kind"], r["target"], r["phase"]) for r in payload["requests"]] == [("domain", registry, "build")]
+    assert payload["requests"][0]["reason"] == f"test command `curl --noproxy '' -fsS --max-time 30 http://{registry}/` " \
+                                               "opened a connection to it"
     assert git(repo, "log", "--format=%s") == before  # nothing committed
     # the baseline test run (before any build agent run) met the host first: no agent run was spent on it
     assert len([e for e in AuditLog(repo).read() if e["event"] == "agent_run"]) == 1
@@ -161,3 +163,12 @@ def test_refused_writes_of_a_tool_call_that_exits_0_are_shown_audited_and_escala
         assert f"sandbox refused write {target}" in result.stderr, result.stderr
     violations = [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
     assert ("write", home_file) in violations and ("write", "/etc/x") in violations
+
+
+def test_a_connection_the_agent_opens_is_asked_about_with_the_command_that_opened_it(repo, registry):
+    """The escalation box's why for a connection: the tool call's command, not "a process in the sandbox"."""
+    command = f"sleep 0.5; curl --noproxy '' -fsS --max-time 30 http://{registry}/; true"  # after the call's event
+    _configure(repo, {"plan": [{"actions": [{"shell": command}, {"write": {"path": "TODO.md", "content": PLAN}}]}]})
+    payload = _pending_payload(run_gtd("plan", cwd=repo))
+    assert [(r["kind"], r["target"], r["reason"]) for r in payload["requests"]] == \
+        [("domain", registry, f"shell call: {command} opened a connection to it")]
