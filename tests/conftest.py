@@ -27,6 +27,7 @@ def isolated_home(tmp_path_factory, monkeypatch) -> Path:
         monkeypatch.setenv(var, str(home / sub))
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GTD_PROVIDER"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GTD_DEMO_SCRIPT", "1")  # the scripted provider's built-in script runs outside `gtd demo`
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Person")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "person@example.test")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Person")

@@ -31,20 +31,23 @@ def show(origin: bool, json_out: bool, directory: Path | None, provider: str | N
     header = ["key", "value"] + (["from"] if origin else [])
     rows = [[key, json.dumps(value)] + ([origins.get(key, "defaults")] if origin else [])
             for key, value in leaf_keys(values).items()]
-    write(_columns(header, rows))  # origins name files: their control characters are shown, not sent
+    write(columns(header, rows))  # origins name files: their control characters are shown, not sent
 
 
-def _columns(header: list[str], rows: list[list[str]]) -> str:
+def columns(header: list[str], rows: list[list[str]], stream=None) -> str:
     """A plain table: the first column (the key, the one thing a reader must see whole) never wraps,
-    the others fold to the terminal width (COLUMNS when not a terminal). Plain text on purpose:
-    rich's Table costs more start-up time than the rest of `gtd config show`."""
+    the others fold to the terminal's width. Off a terminal (a file, a pipe, a script) nothing folds:
+    each row is one line, whatever COLUMNS says. Plain text on purpose: rich's Table costs more
+    start-up time than the rest of `gtd config show`."""
     import shutil
+    import sys
     import textwrap
 
     table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    on_terminal = (stream or sys.stdout).isatty()
     room = shutil.get_terminal_size().columns - sum(2 + w for w in widths[:1]) - 2 * (len(header) - 1)
-    folding = list(range(1, len(header)))
+    folding = list(range(1, len(header))) if on_terminal else []
     while folding and sum(widths[i] for i in folding) > room:  # narrow columns keep their width, wide ones share the rest
         share = max(10, room // len(folding))
         narrow = [i for i in folding if widths[i] <= share]
@@ -56,7 +59,8 @@ def _columns(header: list[str], rows: list[list[str]]) -> str:
         folding = [i for i in folding if i not in narrow]
     lines = []
     for row in table:
-        cells = [[row[0]]] + [textwrap.wrap(cell, w, break_on_hyphens=False) or [""] for cell, w in zip(row[1:], widths[1:])]
+        cells = [[row[0]]] + [(textwrap.wrap(cell, w, break_on_hyphens=False) if on_terminal else [cell]) or [""]
+                              for cell, w in zip(row[1:], widths[1:])]
         for i in range(max(len(c) for c in cells)):
             parts = [(c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths)]
             lines.append((" " + "  ".join(parts)).rstrip())

@@ -142,6 +142,10 @@ def run_context(options: RunOptions):
     loaded = load(options)
     if loaded.repo_root is None:
         raise NotARepository(options.cwd())
+    if loaded.values.get("provider") == "scripted":  # before anything is recorded or committed
+        from gtd.providers.scripted import refuse_builtin_script
+
+        refuse_builtin_script(loaded.values.get("script"), demo=options.demo)
     repo = loaded.repo_root
     from gtd import runlock
 

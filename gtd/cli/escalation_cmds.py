@@ -11,7 +11,7 @@ from gtd.cli import options as opt
 from gtd.cli.context import stderr, stdout
 from gtd.errors import GtdError, NotARepository
 from gtd.exitcodes import ExitCode
-from gtd.terminal_text import markup
+from gtd.terminal_text import markup, visible
 
 
 def _repo(directory: Path | None) -> Path:
@@ -120,6 +120,17 @@ def audit(
         entries = entries[-limit:]
     if json_out:
         stdout.print_json(json.dumps(entries))
+        return
+    if not stdout.is_terminal:  # a file, a pipe: one line per entry, never folded at 80 columns
+        import sys
+
+        from gtd.cli.config_show import columns
+        from gtd.terminal_text import write
+
+        rows = [[str(entry.get("time", ""))[:19], visible(entry.get("event", ""), one_line=True),
+                 visible(" ".join(f"{k}={v}" for k, v in entry.items() if k not in ("time", "event")), one_line=True)]
+                for entry in entries]
+        write(columns(["time", "event", "details"], rows, sys.stdout))
         return
     from rich.table import Table
 

@@ -20,6 +20,7 @@ class RunOptions:
     directory: Path | None = None
     json: bool = False  # --json: JSONL events on stdout
     build_on_red: bool = False  # --build-on-red: baselineTests `build` for this run
+    demo: bool = False  # `gtd demo`: the scripted provider may play its built-in demo script
 
     @property
     def verbosity(self) -> int:

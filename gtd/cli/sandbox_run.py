@@ -98,8 +98,13 @@ def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None
     cwd = (directory or Path.cwd()).resolve()
     decider = escalator.network_decider if escalator else None
 
+    from gtd.refusal_tally import RefusalTally, repeats_line
+
+    tally = RefusalTally()  # a client retrying a refused host: one line, and its count at the end
+
     def on_violation(v) -> None:
-        _show_refusal(v)
+        if tally.add(f"{v.kind} {v.target}") == 1:
+            _show_refusal(v)
         if escalator:
             escalator.audit.record("violation", **v.to_dict())
 
@@ -120,6 +125,8 @@ def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None
             _report_refused_writes(policy, cwd, stderr_text, session)
             if code != 0:
                 _show_hints(policy, stderr_text, escalator)
+    for what, repeats, total in tally.unsaid_repeats():
+        write(f"gtd sandbox: {repeats_line(what, repeats, total)}\n", stream=sys.stderr)
     code = code if code >= 0 else 128 - code
     pending = [request.model_dump(mode="json") for request in escalator.headless_denied] if escalator else []
     payload = {"status": "escalation_pending" if pending else "ok", "requests": pending, "commandExitCode": code}
@@ -180,14 +187,10 @@ def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None
     if not stderr_text:
         return  # nothing said, nothing refused (and the patterns need not be compiled)
     from gtd.sandbox.session import Violation
-    from gtd.sandbox.violations import denied_write_paths
-    from gtd.sandbox.why import why_path
+    from gtd.sandbox.violations import refused_writes
 
-    for raw in denied_write_paths(stderr_text):
-        path = Path(raw) if Path(raw).is_absolute() else cwd / raw
-        verdict = why_path(policy, Path(os.path.normpath(path)))
-        if not verdict.allowed:
-            session.record_violation(Violation.now("write", verdict.target, policy.level, verdict.reason))
+    for _, target, reason in refused_writes(stderr_text, policy, cwd):  # whatever the exit status
+        session.record_violation(Violation.now("write", target, policy.level, reason))
 
 
 def _escalator(policy, phase: Phase | None, non_interactive: bool):

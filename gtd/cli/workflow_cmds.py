@@ -128,7 +128,7 @@ def demo(
                                                                indent=2) + "\n")
     git.commit_all(repo, "initial commit")
     workspace_files.write_text(repo, "TODO.md", DEMO_GOAL)
-    with workflow(RunOptions(provider="scripted", quiet=quiet, verbose=verbose, directory=repo)) as ctx:
+    with workflow(RunOptions(provider="scripted", quiet=quiet, verbose=verbose, directory=repo, demo=True)) as ctx:
         run_until_blocked(ctx, max_steps=10)
         violations = [e for e in ctx.audit.read() if e.get("event") == "violation"]
     stdout.print(f"\n[bold]Demo repository:[/bold] {repo}")

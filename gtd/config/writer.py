@@ -88,8 +88,8 @@ def edited_text(path: Path, text: str, mutate: Callable[[MutableMapping[str, Any
     if not is_toml(path) and text.strip():
         try:  # only the change is written: the person's formatting stays byte for byte
             return json_edit.edit(text, to_plain(document), indent)
-        except ValueError:
-            pass  # not editable in place (cannot happen for text json.loads read): the whole file, re-dumped
+        except (ValueError, RecursionError):
+            pass  # not editable in place (nesting deeper than Python's stack): the whole file, re-dumped
     return dump_document(path, document, indent=indent, original=text)
 
 

@@ -35,6 +35,7 @@ STDERR_LIMIT = 64 * 1024  # bytes of stderr kept (the tail): enough to explain a
 MAX_EVENT_LINE = 32 * 1024 * 1024
 NOISE_LINES = 20  # non-event stdout lines kept for the error message
 READER_JOIN_SECONDS = 2.0
+UNANNOUNCED_AFTER = 5.0  # seconds of silence before the process tree is looked at for an unannounced tool
 EXIT_GRACE_SECONDS = 2.0  # after the CLI exits, how long its leftovers may keep stdout open  # after the kill, how long to wait for the pipes to drain
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -231,9 +232,12 @@ def run_agent(
     timeouts: TimeoutSettings,
     on_event: Callable[[AgentEvent], None] | None = None,
     clock: ActivityClock | None = None,
+    on_unannounced: Callable[[str | None], None] | None = None,
 ) -> AgentResult:
     """Run the CLI to the end (or a stop). `clock`, when given, is the one the escalator holds while it
-    asks a person (see ActivityClock); events go to `on_event` as they arrive."""
+    asks a person (see ActivityClock); events go to `on_event` as they arrive. `on_unannounced` hears the
+    command of a tool the CLI runs without having said so (opencode), once it has been silent a while,
+    and None when that is over."""
     spec = provider.command(request)
     launched = time.monotonic()
     proc = launcher.popen(
@@ -251,6 +255,8 @@ def run_agent(
     tool_seconds = float(getattr(timeouts, "tool_seconds", None) or timeouts.run_seconds)
     open_calls: dict[str, AgentEvent] = {}  # tool calls started and not finished, by id
     watch = None if provider.announces_tool_start else UnannouncedTool(proc.pid)
+    shown: tuple[int, str] | None = None  # the unannounced tool `on_unannounced` was told about
+    was_busy = False
     lines: queue.Queue[bytes | AgentEvent | None] = queue.Queue()  # stdout lines, stderr events
     stderr_tail = OutputTail(STDERR_LIMIT)
     threads = [
@@ -275,7 +281,15 @@ def run_agent(
             elapsed = now - started - activity.held(now)
             idle = activity.idle(now)
             inactivity = timeouts.inactivity_seconds or float("inf")  # 0: off
-            busy = watch is not None and not open_calls and idle >= inactivity and watch.running()
+            busy = watch is not None and not open_calls and idle >= min(inactivity, UNANNOUNCED_AFTER) \
+                and watch.running()
+            if was_busy and not busy:  # the tool's end is a sign of life: the CLI gets a full interval to say so
+                activity.touch()
+                idle = 0.0
+            was_busy = busy
+            if on_unannounced is not None and watch is not None and (watch.found if busy else None) != shown:
+                shown = watch.found if busy else None
+                on_unannounced(shown[1] if shown else None)
             limit = tool_seconds if open_calls or busy else inactivity
             if elapsed >= timeouts.run_seconds:
                 stopped = "run_timeout"

@@ -21,6 +21,23 @@ from gtd.providers.scripted_agent import TURNS_ENV, ScriptError, validate_script
 from gtd.sandbox.containment import inside
 
 DEMO_SCRIPT = "demo-script.json"
+# Set by gtd's test suite: the scripted provider may play its built-in demo script outside `gtd demo`.
+DEMO_SCRIPT_ENV = "GTD_DEMO_SCRIPT"
+
+
+def refuse_builtin_script(script: str | None, *, demo: bool) -> None:
+    """The built-in script plays a canned plan (a counter), whatever goal the person gave: outside
+    `gtd demo` and gtd's tests (GTD_DEMO_SCRIPT=1) it would commit work about something else. A
+    script of one's own (`script` in the config) is what the person asked for, and runs anywhere."""
+    if script or demo or os.environ.get(DEMO_SCRIPT_ENV) == "1":
+        return
+    from gtd.errors import GtdError
+    from gtd.exitcodes import ExitCode
+
+    raise GtdError("the scripted provider plays gtd's built-in demo script (a canned plan for a small counter "
+                   "module), not your goal, so it runs only in `gtd demo`. Use a real agent (`--provider claude`, "
+                   "`opencode` or `pi`), or give the scripted provider a script of your own (`script` in "
+                   ".gtdrc.json). Nothing was done.", exit_code=ExitCode.USAGE)
 
 
 def default_script_path() -> Path:

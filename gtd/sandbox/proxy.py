@@ -38,6 +38,8 @@ LOOPBACK_HINT = (
 )
 HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 BUFSIZE = 256 * 1024
+TLS_HANDSHAKE = b"\x16"  # a TLS record of type handshake: the ClientHello of a direct HTTPS connection
+TLS_ACCESS_DENIED = b"\x15\x03\x03\x00\x02\x02\x31"  # alert record: fatal (2), access_denied (49)
 PROXY_USER = "gtd"
 
 
@@ -157,12 +159,16 @@ class FilteringProxy:
 
     @staticmethod
     def _refuse_direct(conn: socket.socket, host: str, port: int, reason: str) -> None:
-        """A plain-HTTP client gets gtd's message as a 403; any other protocol (TLS, ssh) is closed
-        (its own error then says the connection was reset; gtd reports the refusal on screen)."""
+        """A plain-HTTP client gets gtd's message as a 403; a TLS client a fatal `access_denied` alert
+        (its error then says access denied, which clients do not retry, where a reset is retried as a
+        flaky network); any other protocol (ssh) is closed. gtd reports the refusal on screen."""
         conn.settimeout(2)
         try:
             first = conn.recv(16, socket.MSG_PEEK)
         except OSError:
+            return
+        if first[:1] == TLS_HANDSHAKE:
+            _deny_tls(conn)
             return
         if first.startswith(HTTP_METHODS):
             head = b""
@@ -443,6 +449,20 @@ def _reply(conn: socket.socket, code: int, text: str, extra: str = "", body: str
         f"Connection: close\r\n\r\n".encode()
         + payload
     )
+
+
+def _deny_tls(conn: socket.socket) -> None:
+    """Answer a ClientHello with a fatal access_denied alert, read to the end first and the client's
+    close waited for: a socket closed with unread input is reset, and the alert with it."""
+    try:
+        header = _recv_exact(conn, 5)
+        _recv_exact(conn, int.from_bytes(header[3:5], "big"))
+        conn.sendall(TLS_ACCESS_DENIED)
+        conn.shutdown(socket.SHUT_WR)
+        while conn.recv(4096):
+            pass
+    except (OSError, ValueError):
+        pass
 
 
 def _socks_reply(code: int) -> bytes:

@@ -25,6 +25,7 @@ from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, r
 from gtd.record import record, replace
 from gtd.sandbox.policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
+from gtd.sandbox.violations import mentions_refusal
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.terminal_text import visible
@@ -86,7 +87,8 @@ class PhaseAgent:
     def _record_violation(self, violation: Violation) -> None:
         self.ctx.audit.record("violation", phase=self.phase.value, kind=violation.kind, target=violation.target,
                               level=violation.level.value, detail=violation.detail)
-        self.ctx.progress.warn(f"sandbox refused {violation.kind} {visible(violation.target, one_line=True)}")
+        self.ctx.progress.refused(violation.kind, violation.target, phase=self.phase.value,
+                                  level=violation.level.value, detail=violation.detail)
 
     # -- the agent ----------------------------------------------------------------------------
 
@@ -118,6 +120,12 @@ class PhaseAgent:
                     sessions.add(event.session_id or "")
                     self.record_work(session=event.session_id)  # first: the window a crash can hit stays short
                 self.ctx.progress.event(event)
+                if event.kind == EventKind.TOOL_CALL:
+                    # a connection the proxy holds for a decision says what opened it (the escalation box);
+                    # cleared at the result: a later connection is never put down to a call that has ended
+                    self.ctx.escalator.activity = _call_reason(event)
+                elif event.kind == EventKind.TOOL_RESULT:
+                    self.ctx.escalator.activity = None
                 if event.kind == EventKind.TOOL_CALL and event.tool_id:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
@@ -129,15 +137,23 @@ class PhaseAgent:
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
                     for hint in misleading_error_hints(event.text or "", policy):
                         self.ctx.progress.warn(hint)
+                elif event.kind == EventKind.TOOL_RESULT and mentions_refusal(event.text or ""):
+                    # A command that went on after a refused write and exited 0 (`touch ~/.x; echo done`):
+                    # the writes the policy indeed refuses are refusals all the same.
+                    from gtd.sandbox.violations import refused_writes
+
+                    for raw, _, _ in refused_writes(event.text or "", policy, self.ctx.repo):
+                        denied.append((raw, calls.get(event.tool_id or "", event), event.text or ""))
 
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question on screen holds the agent's inactivity clock
             try:
                 with self._open(policy) as session:
                     result = run_agent(self.ctx.provider, request, session, timeouts=self.ctx.config.timeouts,
-                                       on_event=on_event, clock=clock)
+                                       on_event=on_event, clock=clock, on_unannounced=self.ctx.progress.unannounced_tool)
             finally:
                 self.ctx.escalator.clock = None
+                self.ctx.escalator.activity = None
             self.ctx.audit.record("agent_exit", phase=self.phase.value, exit_code=result.exit_code,
                                   seconds=round(result.seconds, 4))
             self.session_id = result.session_id or self.session_id
@@ -173,6 +189,17 @@ class PhaseAgent:
             leftovers.snapshot(self.ctx.repo, session=session)
         except Exception as exc:  # noqa: BLE001 - a git hiccup must not stop the agent; the person hears it
             self.ctx.progress.warn(f"could not record the agent's work tree: {exc}")
+
+    def _record_refused_writes(self, output: str, policy: SandboxPolicy) -> None:
+        """Writes the test command's output reports refused that the policy refuses: shown and audited,
+        whatever its exit status (a test run that swallows an EROFS still passes)."""
+        if not mentions_refusal(output):
+            return
+        from gtd.sandbox.violations import refused_writes
+
+        for _, target, reason in refused_writes(output, policy, self.ctx.repo):
+            self._record_violation(Violation(kind="write", target=target, level=policy.level, time=_now(),
+                                             detail=reason))
 
     def _check_stopped(self, result: AgentResult) -> None:
         if result.stopped == "forbidden_tool":
@@ -274,6 +301,7 @@ class PhaseAgent:
             self.ctx.progress.running_command(f"test command: {command}")
             clock = ActivityClock()
             self.ctx.escalator.clock = clock  # a question about a connection the tests opened stops their clock
+            self.ctx.escalator.activity = f"test command `{command}`"
             try:
                 with self._open(policy) as session:
                     started = time.monotonic()
@@ -283,9 +311,11 @@ class PhaseAgent:
                     seconds = time.monotonic() - started
             finally:
                 self.ctx.escalator.clock = None
+                self.ctx.escalator.activity = None
                 self.ctx.progress.running_command(None)
                 self.record_work()  # the agent's tests may write files too: they are part of its step
             output = _text(done.stdout)
+            self._record_refused_writes(output, policy)
             if done.returncode is None:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "
                                                f"{self.ctx.config.test_timeout_seconds}s (raise testTimeoutSeconds if "

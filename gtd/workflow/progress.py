@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from gtd.providers.events import AgentEvent, EventKind, call_detail, token_counts
 from gtd.record import field, record
+from gtd.refusal_tally import RefusalTally, repeats_line
 from gtd.terminal_text import markup, visible
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -120,7 +121,8 @@ class Progress:
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.usage = Usage()
         self.commits: list[tuple[str, str]] = []  # (short hash, subject)
-        self.refusals: list[str] = []
+        self.refusals = RefusalTally()  # per target: a retried refusal is one line and a count
+        self.repeating: tuple[str, int] | None = None  # the refusal being repeated now, and its count
         self.approvals: list[str] = []
         self.denials: list[str] = []
         self.left_out: list[str] = []  # what build steps left out of their commits (unsafe.describe)
@@ -169,6 +171,17 @@ class Progress:
             self.running_since = self.last_heard = time.monotonic()
             if description:
                 self.tail.clear()
+        self._refresh()
+
+    def unannounced_tool(self, command: str | None) -> None:
+        """A tool the agent's CLI runs without an event yet (opencode names it when it ends): shown as
+        running, not as a silent agent; None when it is over."""
+        with self._lock:
+            if command:
+                self.running, self.running_since = f"a tool: {command}", time.monotonic()
+                self.tail.clear()
+            elif self.running and self.running.startswith("a tool: "):
+                self.running = None
         self._refresh()
 
     def committed(self, subject: str, sha: str, files: list[str], *, step: str | None = None) -> None:
@@ -237,10 +250,6 @@ class Progress:
             if kind == "agent_run" and self.phase_now is not None:
                 self.phase_now.level = entry.get("level") or self.phase_now.level
                 self.phase_now.provider = entry.get("provider") or self.phase_now.provider
-            elif kind == "violation":
-                self.refusals.append(f"{entry.get('kind')} {entry.get('target')}")
-                self._emit("refusal", phase=phase, kind=entry.get("kind"), target=entry.get("target"),
-                           level=entry.get("level"), detail=entry.get("detail") or None)
             elif kind == "escalation_request":
                 self._emit("escalation", phase=phase, id=entry.get("id"), kind=entry.get("kind"),
                            target=entry.get("target"), level=entry.get("level"), reason=entry.get("reason"))
@@ -275,6 +284,27 @@ class Progress:
                 if entry.get("commit"):
                     self._commit(entry["commit"], step=entry.get("step"))
 
+    def refused(self, kind: str, target: str, *, phase: str | None = None, level: str | None = None,
+                detail: str | None = None) -> None:
+        """The sandbox refused something: the first refusal of a target is a line at once, its repeats
+        (a client retrying) are counted on the live status and said once when the phase ends."""
+        what = f"{kind} {target}"
+        count = self.refusals.add(what)
+        with self._lock:
+            self._emit("refusal", phase=phase, kind=kind, target=target, level=level, detail=detail or None,
+                       count=count)
+            if count == 1:
+                self._emit("warning", text=f"sandbox refused {what}")
+                self._line(f"[yellow]{markup(f'sandbox refused {what}', one_line=True)}[/yellow]")
+            else:
+                self.repeating = (what, count)
+        self._refresh()
+
+    def _say_repeats(self) -> None:
+        self.repeating = None
+        for what, repeats, total in self.refusals.unsaid_repeats():
+            self._line(f"[yellow]{markup(repeats_line(what, repeats, total))}[/yellow]")
+
     def _commit(self, sha: str, step: str | None = None) -> None:
         subject = ""
         if self.describe_commit is not None:
@@ -295,9 +325,10 @@ class Progress:
             self.finished = True
             self._end_phase()
             self._stop_live()
+            self._say_repeats()
             seconds = time.monotonic() - self.started
             self._emit("run_end", status=status, exit_code=int(exit_code), seconds=round(seconds, 1),
-                       commits=[{"hash": h, "subject": s} for h, s in self.commits], refusals=len(self.refusals),
+                       commits=[{"hash": h, "subject": s} for h, s in self.commits], refusals=self.refusals.total,
                        approvals=len(self.approvals), denials=len(self.denials), **self.usage.to_dict(), **extra)
             if self.verbosity < 0 or (self.phase_now is None and not self.commits):
                 return
@@ -310,8 +341,8 @@ class Progress:
             for left in self.left_out:
                 lines.append(f"  left out of the commit, uncommitted (see `git status`): {markup(left, one_line=True)}")
             if self.refusals:
-                lines.append(f"  refused by the sandbox: {len(self.refusals)} "
-                             f"({markup(_one_line('; '.join(self.refusals), 160))}) -- see `gtd audit`")
+                lines.append(f"  refused by the sandbox: {self.refusals.total} "
+                             f"({markup(_one_line('; '.join(self.refusals.entries()), 160))}) -- see `gtd audit`")
             for approval in self.approvals:
                 lines.append(f"  approved: {markup(approval, one_line=True)}")
             for denial in self.denials:
@@ -322,6 +353,7 @@ class Progress:
         phase = self.phase_now
         if phase is None:
             return
+        self._say_repeats()
         self._emit("phase_end", phase=phase.name, committed=phase.committed,
                    seconds=round(time.monotonic() - phase.started, 1), **phase.usage.to_dict())
         if phase.usage.reported and self.verbosity >= 0:
@@ -434,6 +466,9 @@ class Progress:
         now = time.monotonic()
         phase = self.phase_now
         rows: list[Any] = [_FitWidth(lambda width: self._status_line(now, width))]
+        if self.repeating:
+            rows.append(Text(f"  ✗ refused {visible(self.repeating[0], one_line=True)} again "
+                             f"({self.repeating[1]} in all)", style="yellow"))
         if self.retrying:
             rows.append(Text("  ↻ " + _one_line(visible(self.retrying, one_line=True)), style="yellow"))
         if self.running:

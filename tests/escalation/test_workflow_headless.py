@@ -4,6 +4,7 @@ on stdout; after the person approves in a terminal, the next headless run needs 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -122,6 +123,8 @@ def test_build_whose_tests_need_an_unapproved_host_exits_4(repo, registry, spawn
     result = run_gtd("build", cwd=repo)
     payload = _pending_payload(result)
     assert [(r["kind"], r["target"], r["phase"]) for r in payload["requests"]] == [("domain", registry, "build")]
+    assert payload["requests"][0]["reason"] == f"test command `curl --noproxy '' -fsS --max-time 30 http://{registry}/` " \
+                                               "opened a connection to it"
     assert git(repo, "log", "--format=%s") == before  # nothing committed
     # the baseline test run (before any build agent run) met the host first: no agent run was spent on it
     assert len([e for e in AuditLog(repo).read() if e["event"] == "agent_run"]) == 1
@@ -144,3 +147,28 @@ def test_build_whose_tests_print_a_network_error_asks_for_that_domain(repo, spaw
     payload = _pending_payload(run_gtd("build", "--non-interactive", cwd=repo))
     assert [(r["kind"], r["target"]) for r in payload["requests"]] == [("domain", "registry.example.test:443")]
     assert payload["requests"][0]["reason"].startswith("test command `echo")
+
+
+def test_refused_writes_of_a_tool_call_that_exits_0_are_shown_audited_and_escalated(repo):
+    """Issue 24: a refused write inside a command that goes on and exits 0 left no refusal, no audit entry
+    and no escalation."""
+    command = "touch ~/.bashrc-x; echo > /etc/x; echo done"
+    _configure(repo, {"plan": [{"actions": [{"shell": command}, {"write": {"path": "TODO.md", "content": PLAN}}]}]})
+    result = run_gtd("plan", cwd=repo)
+    payload = _pending_payload(result)
+    home_file = os.path.join(os.environ["HOME"], ".bashrc-x")
+    assert {r["target"] for r in payload["requests"]} == {home_file, "/etc/x"}
+    assert all(r["reason"] == f"shell call: {command}" for r in payload["requests"])
+    for target in (home_file, "/etc/x"):
+        assert f"sandbox refused write {target}" in result.stderr, result.stderr
+    violations = [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
+    assert ("write", home_file) in violations and ("write", "/etc/x") in violations
+
+
+def test_a_connection_the_agent_opens_is_asked_about_with_the_command_that_opened_it(repo, registry):
+    """The escalation box's why for a connection: the tool call's command, not "a process in the sandbox"."""
+    command = f"sleep 0.5; curl --noproxy '' -fsS --max-time 30 http://{registry}/; true"  # after the call's event
+    _configure(repo, {"plan": [{"actions": [{"shell": command}, {"write": {"path": "TODO.md", "content": PLAN}}]}]})
+    payload = _pending_payload(run_gtd("plan", cwd=repo))
+    assert [(r["kind"], r["target"], r["reason"]) for r in payload["requests"]] == \
+        [("domain", registry, f"shell call: {command} opened a connection to it")]

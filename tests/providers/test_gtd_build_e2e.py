@@ -142,15 +142,18 @@ def test_failing_tests_reprompt_with_the_output_then_the_fix_lands(agent, planne
 
 def test_token_totals_sum_every_model_request(agent, planned, fake_model):
     """Issue 24: the tokens gtd shows are the sum over every request of the run, not the last one
-    (opencode reports each step of its loop apart: `step_finish` with reason `tool-calls`)."""
-    fake_model.script([shell("echo hi > hello.txt"), shell("cat hello.txt"), say("Created hello.txt.")])
+    (opencode reports each step of its loop apart: `step_finish` with reason `tool-calls`), over two runs
+    of the agent: the failing tests' re-prompt resumes its session."""
+    fake_model.script([shell("echo hi > wrong.txt"), shell("cat wrong.txt"), say("Created the file.")])
+    fake_model.on_prompt(MISSING, [shell("echo hi > hello.txt && rm wrong.txt"), say("Fixed: hello.txt now exists.")])
     fake_model.report_usage(lambda n: (1000 * n + n, 10 * n + 1))  # a different, known count per request
     result = run_gtd("build", "--json", "--provider", agent.name, *(["--model", agent.model] if agent.model else []),
                      cwd=planned, timeout=GTD_TIMEOUT)
     assert result.returncode == 0, explain(result)
     assert_built(planned)
+    assert "tests failed (attempt 1 of 2)" in result.stderr
     reported = fake_model.usage_reported
-    assert len(reported) >= 3, reported
+    assert len(reported) >= 5, reported
     sums = {"input": sum(i for i, _ in reported), "output": sum(o for _, o in reported)}
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     phase_end = next(e for e in events if e["event"] == "phase_end" and e["phase"] == "build")

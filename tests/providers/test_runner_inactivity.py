@@ -122,3 +122,22 @@ time.sleep(30)
     result = run_agent(SilentToolProvider(program), request_for(workdir), launcher,
                        timeouts=SimpleNamespace(inactivity_seconds=0.8, tool_seconds=30, run_seconds=60))
     assert result.stopped == "inactivity_timeout" and "no tool call was running" in result.error
+
+
+def test_an_unannounced_tool_is_told_while_it_runs_and_its_end_gives_the_cli_a_full_interval(launcher, workdir):
+    """The live view hears the command of a tool opencode has not announced (after a few silent seconds),
+    and that it is over; the CLI then has a whole inactivity interval to say so (it was silent 4 s)."""
+    program = PRELUDE + """
+time.sleep(0.6)
+emit(kind="start")
+subprocess.run(["sh", "-c", "sleep 6.5; true"])
+time.sleep(0.5)  # the CLI writes the tool's event a moment after the tool ended
+emit(kind="tool_call", tool="bash", tool_id="t1", tool_input={"command": "sleep 6.5; true"})
+emit(kind="tool_result", tool_id="t1", text="")
+emit(kind="end")
+"""
+    heard = []
+    result = run_agent(SilentToolProvider(program), request_for(workdir), launcher, on_unannounced=heard.append,
+                       timeouts=SimpleNamespace(inactivity_seconds=4.0, tool_seconds=30, run_seconds=60))
+    assert result.stopped is None and result.ok, result.error
+    assert heard == ["sleep 6.5; true", None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -139,3 +140,42 @@ def test_the_why_command_a_refusal_suggests_quotes_the_commands_path(repo):
     """The refused path is the command's choice: pasted into a shell, the suggested command keeps it one argument."""
     r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c", "touch '/home/x$(id);y'", cwd=repo)
     assert "see `gtd sandbox why '/home/x$(id);y' --level readwrite`" in r.stderr, r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_a_retried_refusal_is_one_line_and_a_count(repo):
+    """Issue 24: a client retrying a refused host (pip: 6 tries an URL) made one line per try."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "sh", "-c",
+                    "for i in 1 2 3 4 5; do curl -s --max-time 5 https://example.com; done; echo done", cwd=repo)
+    assert r.returncode == 4 and r.stdout == "done\n", r.stderr
+    assert r.stderr.count("refused network example.com:443") == 2, r.stderr
+    assert "refused network example.com:443 (not approved); see `gtd sandbox why" in r.stderr
+    assert "refused network example.com:443 4 more time(s), 5 in all (retried: shown once)" in r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_a_refused_direct_https_connection_gets_an_access_denied_alert_not_a_reset(repo):
+    """A client that ignores the proxy variables: its TLS handshake is answered with a fatal access_denied
+    alert, which clients report as "access denied" and do not retry (a reset reads as a flaky network)."""
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "curl", "-sS", "--noproxy", "*", "--max-time", "10",
+                    "https://example.com/", cwd=repo)
+    assert "tlsv1 alert access denied" in r.stderr and "reset" not in r.stderr.lower(), r.stderr
+    assert "refused network example.com:443" in r.stderr
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_refused_writes_of_a_command_that_exits_0_are_shown_and_audited(repo):
+    """Issue 24: `touch ~/.bashrc-x; echo > /etc/x; echo done` exits 0: both refusals were invisible."""
+    from gtd.audit import AuditLog
+
+    r = gtd_sandbox("run", "--", "sh", "-c", "touch ~/.bashrc-x; echo > /etc/x; echo done", cwd=repo)
+    assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    home_file = os.path.join(os.environ["HOME"], ".bashrc-x")
+    for target in (home_file, "/etc/x"):
+        assert f"gtd sandbox: refused write {target} (" in r.stderr, r.stderr
+    refused = [e["target"] for e in AuditLog(repo).read() if e["event"] == "violation"]
+    assert refused == [home_file, "/etc/x"]
+    assert not os.path.exists(home_file)

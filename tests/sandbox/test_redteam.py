@@ -363,8 +363,8 @@ def test_agent_config_beside_a_repository_planted_in_the_session_is_quarantined(
 
 
 def test_agent_config_gtd_makes_at_the_root_during_a_session_stays(sandbox, repo):
-    # opencode's provider makes an empty `.opencode` at the repository's root on the host once the session
-    # has started (opencode cannot read past a placeholder): a root's names are the placeholder registry's,
+    # An agent config the person makes at the repository's root on the host once the session has started
+    # (opencode's provider used to make an empty `.opencode` there): a root's names are the placeholder registry's,
     # which sees it present when the command starts, not the walk's for agent configs in subdirectories.
     s = sandbox(Level.READWRITE)
     (repo / ".opencode").mkdir()

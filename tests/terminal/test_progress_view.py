@@ -157,3 +157,33 @@ def test_reviewer_decisions_and_fallbacks_are_lines_and_a_saved_rules_commit_sti
     assert progress.commits == [("0123456789", "")]  # the 🔐 commit of a saved rule
     [decision] = [json.loads(line) for line in events.getvalue().splitlines() if '"decision"' in line][:1]
     assert (decision["decided_by"], decision["model"], decision["reason"]) == ("reviewer", "m-1", "the npm registry")
+
+
+def test_a_retried_refusal_is_one_line_a_live_count_and_one_summary_entry():
+    """Issue 24: pip retrying a denied host made 30 "refused network" lines and 30 summary entries."""
+    out, events = io.StringIO(), io.StringIO()
+    progress = Progress(SafeConsole(file=out, width=200, color_system=None), live=False, events=events)
+    progress.phase("build", item="Add count.py", level="readwrite", provider="claude")
+    for _ in range(30):
+        progress.refused("network", "pypi.denied.example:443", phase="build", level="readwrite", detail="not approved")
+    progress.refused("write", "/etc/x", phase="build", level="readwrite")
+    assert "✗ refused network pypi.denied.example:443 again (30 in all)" in _status(progress)
+    progress.committed("🔨 build: Add count.py", "0123456789abcdef", ["A  count.py"], step="build")
+    progress.finish("ok", 0)
+    shown = out.getvalue()
+    assert shown.count("sandbox refused network pypi.denied.example:443") == 1
+    assert shown.count("refused network pypi.denied.example:443 29 more time(s), 30 in all") == 1
+    assert "refused by the sandbox: 31 (network pypi.denied.example:443 ×30; write /etc/x)" in shown
+    records = [json.loads(line) for line in events.getvalue().splitlines()]
+    assert [r["count"] for r in records if r["event"] == "refusal"] == [*range(1, 31), 1]  # each one, counted
+    assert next(r for r in records if r["event"] == "run_end")["refusals"] == 31
+
+
+def test_a_tool_opencode_has_not_announced_is_shown_running_not_as_a_silent_agent():
+    progress = _progress()
+    progress.last_heard -= QUIET_SECONDS + 5
+    progress.unannounced_tool("npm test")
+    status = _status(progress)
+    assert "▶ a tool: npm test" in status and "waiting for" not in status
+    progress.unannounced_tool(None)
+    assert "a tool:" not in _status(progress) and "waiting for opencode" in _status(progress)

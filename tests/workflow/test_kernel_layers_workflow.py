@@ -67,7 +67,9 @@ def test_build_agent_cannot_plant_set_id_files_write_host_fifos_or_fork_without_
         {"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
         {"write": {"path": "test_count.py", "content": TEST_FILE}},
         {"shell": "chmod u+s count.py; chmod g+s test_count.py; install -m 4755 /bin/true suid-true; true"},
-        {"shell": f"echo LEAKED > {fifo}; true"},
+        # its error hidden: a refused write shown is an escalation (test_workflow_headless); here the FIFO
+        # must stay unwritten and the build go on
+        {"shell": f"echo LEAKED 2>/dev/null > {fifo}; true"},
         {"shell": "python3 bomb.py"},
     ]}
     script = repo.parent / "script.json"

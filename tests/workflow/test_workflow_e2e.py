@@ -167,7 +167,7 @@ def test_plan_phase_cannot_write_code(repo):
 
 def test_demo_command_runs_the_embedded_script(tmp_path):
     target = tmp_path / "demo"
-    result = run_gtd("demo", "--keep", str(target), cwd=tmp_path)
+    result = run_gtd("demo", "--keep", str(target), cwd=tmp_path, env={"GTD_DEMO_SCRIPT": ""})  # as a person runs it
     assert result.returncode == 0, result.stderr
     log = subjects(target)
     assert log[0].startswith("🧹 cleanup")
@@ -312,3 +312,35 @@ def test_the_learn_summary_lists_every_commit_it_made(repo, learnings):
     assert [c["hash"] for c in run_end["commits"]] == [line.split()[0][:10] for line in made]
     summary = result.stderr[result.stderr.index("summary ("):]
     assert all(f"committed {line.split()[0][:10]}" in summary for line in made), summary
+
+
+def test_the_built_in_demo_script_is_refused_in_a_real_repository(repo):
+    """Issue 24: `gtd -p scripted plan "my goal"` committed the demo's canned plan about something else."""
+    before = git(repo, "log", "--format=%H")
+    result = run_gtd("-p", "scripted", "plan", "my goal", cwd=repo, env={"GTD_DEMO_SCRIPT": ""})
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    message = " ".join(result.stderr.split())
+    assert "built-in demo script" in message and "only in `gtd demo`" in message and "Nothing was done" in message
+    assert git(repo, "log", "--format=%H") == before and git(repo, "status", "--porcelain") == ""
+    # a script of the person's own is what they asked for: it runs
+    setup_repo(repo, write_script(repo, []))
+    result = run_gtd("-p", "scripted", "plan", "Counter", cwd=repo, env={"GTD_DEMO_SCRIPT": ""})
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0] == "📝 plan: Counter"
+
+
+def test_a_test_command_that_passes_still_shows_and_audits_its_refused_writes(repo):
+    """Issue 24: a refused write is a refusal whatever the exit status, also in the test command's output."""
+    from gtd.audit import AuditLog
+
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                        {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [good]), test_command="echo > /etc/x; python3 -m unittest -q")
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "TODO.md")
+    git(repo, "commit", "-q", "-m", "📝 plan: Counter")
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert subjects(repo)[0].startswith("🔨 build:")
+    assert "sandbox refused write /etc/x" in result.stderr
+    assert ("write", "/etc/x") in [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
