@@ -32,12 +32,10 @@ _open_sessions = 0  # sandboxed sessions open in this process: while one is, not
 
 def kind(mode: int) -> str | None:
     """What a special file is, in words; None for regular files, directories and symlinks."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device node"
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        from gtd.workspace_files import kind_of
+
+        return kind_of(mode)
     return None
 
 

@@ -43,7 +43,8 @@ class UnsafeWorkspacePath(GtdError):
         super().__init__(f"{shown} {reason}")
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a FIFO", "a socket", ...)."""
     if stat.S_ISLNK(mode):
         return "a symlink"
     if stat.S_ISDIR(mode):
@@ -60,7 +61,7 @@ def _kind(mode: int) -> str:
 def _refuse_kind(shown: str, mode: int) -> UnsafeWorkspacePath:
     if stat.S_ISLNK(mode):
         return UnsafeWorkspacePath(shown, f"is a symlink; {_NO_SYMLINKS} (replace it with a regular file)")
-    return UnsafeWorkspacePath(shown, f"is {_kind(mode)}; gtd only reads and writes regular files in the workspace")
+    return UnsafeWorkspacePath(shown, f"is {kind_of(mode)}; gtd only reads and writes regular files in the workspace")
 
 
 def relative_parts(root: Path, path: str | os.PathLike) -> list[str]:

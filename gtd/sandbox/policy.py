@@ -85,7 +85,7 @@ class SandboxPolicy:
     registries: tuple[Registry, ...] = ()
     # Hosts whose registry credentials the person opted in to pass (sandbox.registryCredentials).
     credential_hosts: tuple[str, ...] = ()
-    # Network (see README "Network inside the sandbox"): host-loopback ports reachable at 127.0.0.1:PORT
+    # Network (see docs/network.md): host-loopback ports reachable at 127.0.0.1:PORT
     # inside, and the ports on which direct connections are caught and decided by the proxy's rules.
     host_loopback_ports: tuple[int, ...] = ()
     intercept_ports: tuple[int, ...] = ()

@@ -21,7 +21,7 @@ from gtd.workspace_files import read_metadata_text
 # The names come from one maintained table (protected_names.py), each entry naming the host tool and what
 # it runs. package.json keys (simple-git-hooks, yorkie, ghooks, husky v4) are *not* protected: the agent
 # edits package.json for ordinary work, and those managers only install hooks into the (read-only) git
-# dir when the host runs `npm install` -- see the README's residual risks.
+# dir when the host runs `npm install` -- see docs/security-model.md, residual risks.
 SHELL_RC_NAMES = protected_names.SHELL_RC_NAMES
 HOOK_MANAGER_NAMES = tuple(dict.fromkeys(n for tool in protected_names.HOOK_MANAGERS
                                          for n in protected_names.names(protected_names.REPO, tool=tool)))

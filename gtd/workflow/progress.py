@@ -5,7 +5,7 @@ Three views of the same happenings:
   area -- phase, level, provider, item, elapsed time, spinner, tokens and cost, "Ctrl-C to stop",
   the running tool call or test command, and the last lines of its output;
 - off a terminal: the same lines, plain (no colours, no cursor movement);
-- `--json`: one JSON object per line on stdout, each with an "event" key (schema in the README).
+- `--json`: one JSON object per line on stdout, each with an "event" key (schema in docs/output.md).
 A summary closes every run: commits, refusals, approvals, time, tokens and cost.
 
 It learns about refusals, escalations, test runs and commits from the audit log's records (every

@@ -15,7 +15,7 @@ PLANTED = ("typer", "json", "typing", "enum", "pydantic", "platformdirs", "tomlk
 # What Python's runpy imports for `python -m` before gtd's first line runs: planted in the current
 # directory, these run under a plain `python -m gtd` whatever gtd does (an editable install's import hook
 # happens to load them first; a regular install does not). `python -P -m gtd` and the `gtd` command never
-# run them (README, "Residual risks").
+# run them (docs/security-model.md, residual risks).
 BEFORE_GTD = ("importlib", "warnings", "contextlib", "functools", "types", "collections", "operator", "keyword",
               "reprlib")
 

@@ -154,7 +154,7 @@ def launcher(request, monkeypatch):
 @pytest.fixture
 def outside_tmp():
     """A host directory outside /tmp (the sandbox's private /tmp is writable as a whole, and every
-    mount under it with it: see README, residual risks)."""
+    mount under it with it: see docs/security-model.md, residual risks)."""
     import shutil
     import tempfile
 
