@@ -43,8 +43,7 @@ class UnsafeWorkspacePath(GtdError):
         super().__init__(f"{shown} {reason}")
 
 
-def kind_of(mode: int) -> str:
-    """What a file that is not a regular one is, in words ("a FIFO", "a socket", ...)."""
+def kind_of(mode: int) -> str:  # what a file that is not a regular one is, in words ("a FIFO", ...)
     if stat.S_ISLNK(mode):
         return "a symlink"
     if stat.S_ISDIR(mode):
@@ -252,17 +251,18 @@ def exists(root: Path, path: str | os.PathLike) -> bool:
         return found is not None
 
 
-def root_names(root: Path) -> frozenset[str] | None:
-    """The names of the entries directly in the workspace root (listed, nothing followed or opened), None when
-    it cannot be listed. For a caller that asks about many names of which few exist (the config loader's
-    ~20 candidate files): a name not listed is absent; one that is, is read through the functions above."""
+def names_in(root: Path, path: str | os.PathLike = "") -> frozenset[str] | None:
+    """The names in a workspace dir (default: the root) reached through no symlink, nothing in it opened; None
+    when it cannot be listed. A name not listed is absent (the config loader's ~20 candidates: one listing)."""
     try:
         fd = _open_root(root)
     except OSError:
         return None
     try:
+        fd, root_fd = _open_dirs(fd, relative_parts(root, path), create=False), fd
+        os.close(root_fd)
         return frozenset(os.listdir(fd))
-    except OSError:
+    except (OSError, _Missing, GtdError):
         return None
     finally:
         os.close(fd)

@@ -119,7 +119,7 @@ class _ProjectFiles:
         """The file's bytes, None when absent; a symlink or special file is UnsafeWorkspacePath."""
         if name not in self._found:
             if self._listed is None:
-                self._listed = frozenset(n.casefold() for n in workspace_files.root_names(self.root) or ())
+                self._listed = frozenset(n.casefold() for n in workspace_files.names_in(self.root) or ())
             try:
                 absent = os.sep not in name and name.casefold() not in self._listed and bool(self._listed)
                 self._found[name] = None if absent else workspace_files.read_bytes(self.root, name)

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 
@@ -104,12 +103,8 @@ def _pytest(root: Path, source: str) -> TestCommand:
 def _venv_has_pytest(root: Path, venv: str) -> bool:
     """Whether the project's own virtualenv has pytest installed (a regular file, never through a symlink)."""
     for lib in ("lib", "lib64"):
-        try:  # only real directories are listed: a symlinked venv or lib is not the project's own
-            if not all(stat.S_ISDIR(os.lstat(root / part).st_mode) for part in (venv, f"{venv}/{lib}")):
-                continue
-            versions = [p.name for p in (root / venv / lib).iterdir() if p.name.startswith("python")]
-        except OSError:
-            continue
+        # listed through no symlink: a symlinked venv or lib is not the project's own
+        versions = [name for name in workspace_files.names_in(root, f"{venv}/{lib}") or () if name.startswith("python")]
         if any(_there(root, f"{venv}/{lib}/{v}/site-packages/pytest/__init__.py") for v in versions):
             return True
     return False

@@ -158,13 +158,25 @@ def test_create_resolved_makes_files_and_directories_without_following_links(ws,
     assert os.listdir(elsewhere) == []
 
 
-def test_root_names_lists_the_root_without_opening_or_following_anything(ws, secret):
+def test_names_in_lists_the_root_without_opening_or_following_anything(ws, secret):
     """The config loader asks for ~20 candidate files: the names listed once, a name not there is absent, and
     what is there (a symlink too) is still read through read_bytes, which refuses a link."""
     (ws / "package.json").write_text("{}")
     os.symlink(secret / "key", ws / ".gtdrc.json")
-    assert wf.root_names(ws) == {"docs", "package.json", ".gtdrc.json"}
-    assert wf.root_names(ws / "absent") is None
+    assert wf.names_in(ws) == {"docs", "package.json", ".gtdrc.json"}
+    assert wf.names_in(ws / "absent") is None
+
+
+def test_names_in_a_subdir_never_pass_a_symlink_on_the_way(ws, secret):
+    """testcmd lists a project venv's lib/ for pytest: a venv (or lib) that is a link out of the workspace is
+    not the project's own and is not listed."""
+    (ws / "venv" / "lib" / "python3.11").mkdir(parents=True)
+    assert wf.names_in(ws, "venv/lib") == {"python3.11"}
+    (secret / "lib").mkdir()
+    (secret / "lib" / "python3.12").mkdir()
+    os.symlink(secret, ws / ".venv")
+    assert wf.names_in(ws, ".venv/lib") is None
+    assert wf.names_in(ws, "../x") is None
 
 
 def test_the_config_loader_still_refuses_a_symlinked_project_config_it_found_listed(ws, secret):
@@ -186,7 +198,7 @@ def test_the_config_loader_finds_a_project_config_listed_in_another_case(ws, mon
     from gtd.config.loader import _ProjectFiles
 
     (ws / ".gtdrc.json").write_text('{"provider": "scripted"}')
-    monkeypatch.setattr(wf, "root_names", lambda root: frozenset({"docs", ".GTDRC.json"}))
+    monkeypatch.setattr(wf, "names_in", lambda root, path="": frozenset({"docs", ".GTDRC.json"}))
     files = _ProjectFiles(ws)
     assert files.content(".gtdrc.json") == b'{"provider": "scripted"}'
     assert files.content(".gtdrc.yaml") is None  # still absent without opening: no case of it listed
