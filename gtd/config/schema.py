@@ -95,6 +95,11 @@ class SandboxConfig(ConfigModel):
         description="Names of your environment variables that reach every sandboxed command (tests, the agent, "
                     "`gtd sandbox run`), e.g. `NODE_ENV`, `DATABASE_URL`, `JAVA_HOME`. The sandbox otherwise starts "
                     "from a minimal environment so no secret leaks in. gtd's own variables (HOME, proxies) stay gtd's.")
+    read_paths: list[Annotated[str, StringConstraints(min_length=1, max_length=4096)]] = Field(
+        default_factory=list,
+        description="Paths under your HOME the sandbox may read (read-only), e.g. `~/.config/mytool`. Inside the "
+                    "sandbox HOME is hidden except toolchains, package caches and these (`gtd sandbox explain` lists "
+                    "them); secret paths (denyReadPaths) stay hidden. In .gtdrc.json it counts once you run `gtd trust`.")
     intercept_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         default_factory=lambda: list(DEFAULT_INTERCEPT_PORTS),
         description="Ports on which a direct connection (from a client that ignores proxy variables) is caught and "

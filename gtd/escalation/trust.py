@@ -26,7 +26,7 @@ from gtd.paths import PROJECT_CONFIG_NAME, user_state_dir
 TRUST_FILE = "trust.json"
 LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
 # `sandbox.<key>` lists every entry of which loosens: credentials or the person's variables let into the sandbox.
-LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv")
+LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv", "readPaths")
 # A `models.<phase>` naming a model provider (`openrouter/...`, `amazon-bedrock/...`) opens that provider's API
 # host at every level and, for Bedrock and Vertex, lets the person's cloud credentials into the sandbox
 # (providers/cli_models.py, cloud_credentials.py); these providers' hosts every agent CLI reaches anyway.

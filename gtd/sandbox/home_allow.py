@@ -1,0 +1,258 @@
+"""What the sandbox shows of HOME, and what it hides outside it (issue 23; docs/home-allow-list.md).
+
+A list of secret paths always misses the next tool, so it is turned around: inside the sandbox HOME
+is an empty read-only tmpfs, and only what the work needs is bound into it, read-only, each entry
+with the reason it is there (`gtd sandbox explain` shows them):
+
+- toolchains and their installs (rustup, cargo's `bin` but not `~/.cargo` itself, nvm, pyenv, ...);
+- every PATH directory under HOME, with its install prefix when that prefix is a tool's own dir, or
+  else the install root of each program linked from it (`~/.local/bin/claude` -> its versions dir);
+- gtd's own Python and package when they live under HOME;
+- the package caches (read-only here; from readwrite up the session makes them writable layers);
+- what the person lists in `sandbox.readPaths`.
+
+The workspace, writable paths, the chosen provider's login and the generated git config are bound
+by the policy and the renderer themselves. Nothing is taken from a place the agent can write (the
+workspace, a writable path): a PATH entry or a link there could point the list at any secret.
+An entry inside a hidden path (denyReadPaths, built-in secrets) is left out: deny wins.
+
+Outside HOME, other users' homes, `/root` (for a person who is not root) and services' state under
+`/var` are hidden the same way (an empty read-only tmpfs).
+
+Worked out once per HOME, PATH, workspace, writable and hidden set (lru_cache): a few dozen lstat
+calls and the listing of each PATH directory under HOME.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import re
+from pathlib import Path
+
+from gtd.sandbox.containment import inside, strictly_inside
+
+# (path under HOME, the variable that moves it, why it is visible)
+TOOLCHAINS = (
+    (".rustup", "RUSTUP_HOME", "rustup's toolchains"),
+    (".cargo/bin", None, "cargo's installed programs (not ~/.cargo itself: its config holds registry tokens)"),
+    (".nvm", "NVM_DIR", "nvm's Node versions"),
+    (".pyenv", "PYENV_ROOT", "pyenv's Python versions"),
+    (".sdkman", "SDKMAN_DIR", "SDKMAN!'s JDKs and build tools"),
+    ("go", None, "Go's GOPATH (modules and installed programs)"),
+    (".volta", "VOLTA_HOME", "Volta's Node versions and tools"),
+    (".bun", "BUN_INSTALL", "Bun and its global packages"),
+    (".deno", "DENO_INSTALL", "Deno and its installed programs"),
+    (".asdf", "ASDF_DATA_DIR", "asdf's tool versions"),
+    (".local/share/mise", "MISE_DATA_DIR", "mise's tool installs"),
+    (".local/share/fnm", None, "fnm's Node versions"),
+    (".local/share/pnpm", "PNPM_HOME", "pnpm and its global packages"),
+    (".local/share/uv/python", None, "uv's Python installs"),
+    (".local/share/uv/tools", None, "uv's installed tools"),
+    (".gradle/wrapper", None, "Gradle wrapper distributions (not ~/.gradle itself: gradle.properties, init.d)"),
+    (".local/pipx", "PIPX_HOME", "pipx's program environments"),
+    (".rbenv", "RBENV_ROOT", "rbenv's Ruby versions"),
+    (".nix-profile", None, "the Nix profile"),
+)
+
+# Directories that hold a bit of everything (config, state, credentials): never shown as a whole, even
+# when a PATH entry's prefix is one of them; only the install roots of the programs linked from there.
+MIXED = ("", ".local", ".local/share", ".local/state", ".local/lib", ".config", ".cache", ".cargo", ".gradle",
+         ".m2", "bin", ".bin")
+
+USER_SITE = ".local/lib/python3*"
+
+# Services' state under /var (databases, containers, Wi-Fi keys, mail): hidden like HOME, when present.
+SERVICE_STATE = (
+    "/var/lib/docker", "/var/lib/containerd", "/var/lib/containers", "/var/lib/postgresql", "/var/lib/pgsql",
+    "/var/lib/mysql", "/var/lib/mariadb", "/var/lib/redis", "/var/lib/mongodb", "/var/lib/libvirt", "/var/lib/lxd",
+    "/var/lib/lxc", "/var/lib/kubelet", "/var/lib/rancher", "/var/lib/etcd", "/var/lib/private", "/var/lib/sss",
+    "/var/lib/samba", "/var/lib/jenkins", "/var/lib/gitlab", "/var/lib/grafana", "/var/lib/NetworkManager",
+    "/var/lib/iwd", "/var/lib/bluetooth", "/var/lib/tailscale", "/var/lib/zerotier-one", "/var/lib/sudo",
+    "/var/lib/systemd/credential", "/var/mail", "/var/spool/mail", "/var/spool/cron", "/var/backups",
+)
+
+READ_PATHS_REASON = "sandbox.readPaths"
+
+
+def home_hidden(home: Path, workspace: Path) -> bool:
+    """HOME is hidden unless the workspace is HOME or holds it (then it is the work itself)."""
+    return not inside(home, workspace)
+
+
+def allow_list(home: Path, workspace: Path, *, writable=(), hidden=(), read_paths=()) -> tuple[tuple[Path, str], ...]:
+    """(path, why) for everything of HOME the sandbox shows read-only (see the module docstring), the
+    outermost entries only. `writable`, `hidden`: the policy's writable and denied-read paths;
+    `read_paths`: sandbox.readPaths, already expanded."""
+    from gtd.sandbox.session import TLS_TRUST_VARS
+
+    keys = ("PATH", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "PIP_CONFIG_FILE",
+            "VIRTUAL_ENV", "GOENV", "CARGO_HOME", "GOPATH", "GRADLE_USER_HOME",
+            *(var for _, var, _ in TOOLCHAINS if var), *TLS_TRUST_VARS)
+    env = tuple((k, os.environ.get(k, "")) for k in keys)
+    try:
+        stamp = os.stat(home).st_mtime_ns  # a toolchain installed since: a new entry in HOME
+    except OSError:
+        stamp = 0
+    return _allow_list(Path(home), Path(workspace), tuple(writable), tuple(hidden), tuple(read_paths), env, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden: tuple[Path, ...],
+                read_paths: tuple[Path, ...], env: tuple[tuple[str, str], ...], _stamp: int) -> tuple[tuple[Path, str], ...]:
+    environ = dict(env)
+    untrusted = [workspace, *writable]
+    untrusted += [Path(os.path.realpath(u)) for u in untrusted]
+    hidden_real = [*hidden, *(Path(os.path.realpath(h)) for h in hidden)]
+    found: dict[Path, str] = {}
+
+    def mixed(p: Path) -> bool:
+        return not strictly_inside(p, home) or os.path.relpath(p, home) in MIXED
+
+    def add(path: Path, why: str, *, allow_mixed: bool = False) -> None:
+        path = Path(os.path.normpath(path))
+        if not strictly_inside(path, home) or path in found or not os.path.lexists(path):
+            return
+        if mixed(path) and not allow_mixed:
+            return
+        real = Path(os.path.realpath(path))
+        for p in (path, real):
+            if any(inside(p, u) for u in untrusted):
+                return  # the agent writes there: shown as it is, never a source of the list
+            if any(inside(p, h) for h in hidden_real):
+                return  # a hidden path stays hidden
+        if not os.path.exists(real):
+            return
+        found[path] = why
+
+    for p in read_paths:
+        add(p, READ_PATHS_REASON, allow_mixed=True)
+    from gtd.sandbox.session import TLS_TRUST_VARS
+
+    for var in TLS_TRUST_VARS:
+        value = environ.get(var, "")
+        if var != "UV_NATIVE_TLS" and os.path.isabs(value):
+            add(Path(value), f"the TLS trust ${var} names (a private CA)", allow_mixed=True)
+    for rel, var, why in TOOLCHAINS:
+        moved = environ.get(var) if var else None
+        add(Path(moved) if moved and os.path.isabs(moved) else home / rel, why)
+    cargo_home = environ.get("CARGO_HOME")
+    if cargo_home and os.path.isabs(cargo_home):
+        add(Path(cargo_home) / "bin", "cargo's installed programs (CARGO_HOME/bin)")
+    gradle_home = environ.get("GRADLE_USER_HOME")
+    if gradle_home and os.path.isabs(gradle_home):
+        add(Path(gradle_home) / "wrapper", "Gradle wrapper distributions (GRADLE_USER_HOME/wrapper)")
+    for entry in (environ.get("GOPATH") or "").split(os.pathsep):
+        if entry and os.path.isabs(entry):
+            add(Path(entry), "Go's GOPATH (modules and installed programs)")
+    for site in sorted(glob.glob(str(home / USER_SITE))):
+        add(Path(site), "Python packages installed with `pip install --user`")
+    for root in gtd_runtime():
+        add(root, "gtd's own Python and package")
+    for entry in (environ.get("PATH") or "").split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        _add_path_entry(Path(os.path.normpath(entry)), home, add, mixed)
+    _add_registry_settings(home, environ, add)
+    from gtd.sandbox.caches import cache_home, known_caches
+
+    for cache in (cache_home(home, environ), *known_caches(home, environ, workspace)):
+        add(cache.path, f"{cache.tool} cache (read-only; a writable per-project layer from readwrite up)",
+            allow_mixed=cache.tool == "cache-home")
+    return _outermost(found)
+
+
+def _add_path_entry(entry: Path, home: Path, add, mixed) -> None:
+    """A PATH directory under HOME, with its prefix (`<prefix>/bin`) when that is a tool's own dir;
+    else each program linked from it brings its install root."""
+    if not strictly_inside(entry, home):
+        return
+    add(entry, f"on PATH ({entry})")
+    prefix = entry.parent
+    if not mixed(prefix):
+        add(prefix, f"the install prefix of {entry}, which is on PATH")
+        return
+    try:
+        links = [e.path for e in os.scandir(entry) if e.is_symlink()]
+    except OSError:
+        return
+    for link in links:
+        target = Path(os.path.realpath(link))
+        if not strictly_inside(target, home) or not os.path.isfile(target):
+            continue
+        root = target.parent.parent if target.parent.name == "bin" else target.parent
+        if mixed(root):
+            root = target.parent if not mixed(target.parent) else target
+        add(root, f"the install of {link} (on PATH)", allow_mixed=root == target)
+
+
+# Anything that could be a credential in a settings file: such a file is never shown as it is.
+_CREDENTIAL_LIKE = re.compile(r"token|passw|secret|auth|credential|api[-_]?key|private|://[^/\s@]+@", re.IGNORECASE)
+
+
+def _add_registry_settings(home: Path, environ: dict[str, str], add) -> None:
+    """The person's registry settings files that hold nothing credential-like (pip.conf, uv.toml, yarnrc, the
+    go env file): shown as they are. One with credentials is not: the session binds its sanitized copy in
+    its place (registries.ToolSettings), or it stays hidden."""
+    from gtd.sandbox import registries as reg
+    from gtd.workspace_files import read_metadata_text
+
+    candidates = [(p, "pip") for p in reg.pip_config_files(home, environ)]
+    candidates += [(reg._xdg_config(home, environ) / "uv" / "uv.toml", "uv"), (home / ".yarnrc", "yarn"),
+                   (home / ".yarnrc.yml", "yarn"), (reg._go_env_path(home, environ), "go")]
+    for path, tool in candidates:
+        if not strictly_inside(path, home) or not os.path.isfile(path):
+            continue
+        text = read_metadata_text(path)
+        if text is not None and not _CREDENTIAL_LIKE.search(text):
+            add(path, f"your {tool} registry settings (nothing credential-like in it)", allow_mixed=True)
+
+
+def _outermost(found: dict[Path, str]) -> tuple[tuple[Path, str], ...]:
+    """The entries not inside another one (the outer bind shows the inner), shortest first."""
+    kept: list[tuple[Path, str]] = []
+    for path in sorted(found, key=lambda p: (len(p.parts), str(p))):
+        if not any(inside(path, k) for k, _ in kept):
+            kept.append((path, found[path]))
+    return tuple(kept)
+
+
+@functools.lru_cache(maxsize=1)
+def gtd_runtime() -> tuple[Path, ...]:
+    """gtd's interpreter environment and package (wherever gtd was installed: a pipx venv under HOME)."""
+    import sys
+
+    import gtd
+
+    roots = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+             os.path.dirname(os.path.dirname(os.path.realpath(gtd.__file__)))]
+    return tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
+
+
+def hidden_outside(home: Path, workspace: Path) -> tuple[tuple[Path, str], ...]:
+    """(path, why) for what is hidden outside HOME: other users' homes under /home, /root for a person
+    who is not root, services' state under /var. Each that exists, is not (around) HOME or the workspace."""
+    return _hidden_outside(Path(home), Path(workspace), os.geteuid())
+
+
+@functools.lru_cache(maxsize=8)
+def _hidden_outside(home: Path, workspace: Path, euid: int) -> tuple[tuple[Path, str], ...]:
+    keep = {home, workspace, Path(os.path.realpath(home)), Path(os.path.realpath(workspace))}
+    found: list[tuple[Path, str]] = []
+
+    def add(path: Path, why: str) -> None:
+        if os.path.isdir(path) and not os.path.islink(path) and not any(inside(k, path) or inside(path, k) for k in keep):
+            found.append((path, why))
+
+    try:
+        homes = sorted(e.path for e in os.scandir("/home") if e.is_dir(follow_symlinks=False))
+    except OSError:
+        homes = []
+    for other in homes:
+        add(Path(other), "another user's home")
+    if euid != 0:
+        add(Path("/root"), "root's home (you are not root)")
+    for state in SERVICE_STATE:
+        add(Path(state), "a service's state")
+    return tuple(found)
