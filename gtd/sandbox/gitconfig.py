@@ -11,7 +11,6 @@ the like. Never `credential.*`, `http.*`, `include.*`/`includeIf.*`, signing key
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import subprocess
@@ -92,10 +91,12 @@ def sandbox_git_config(home: Path) -> str:
             stamps.append((f, st.st_mtime_ns, st.st_size, st.st_ino))
         except OSError:
             stamps.append((f, 0, 0, 0))
-    return _generated(str(home), xdg, os.environ.get("GIT_CONFIG_GLOBAL", ""), tuple(stamps))
+    from gtd.sandbox.home_allow import persisted
+
+    key = (str(home), xdg, os.environ.get("GIT_CONFIG_GLOBAL", ""))
+    return persisted("git-config", key, files, lambda: _generated(*key, tuple(stamps)))
 
 
-@functools.lru_cache(maxsize=8)
 def _generated(home: str, xdg: str, global_file: str, _stamps: tuple) -> str:
     if all(st[1:] == (0, 0, 0) for st in _stamps):
         return HEADER  # nothing to read: no git run

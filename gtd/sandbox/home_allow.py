@@ -19,14 +19,13 @@ An entry inside a hidden path (denyReadPaths, built-in secrets) is left out: den
 Outside HOME, other users' homes, `/root` (for a person who is not root) and services' state under
 `/var` are hidden the same way (an empty read-only tmpfs).
 
-Worked out once per HOME, PATH, workspace, writable and hidden set (lru_cache): a few dozen lstat
-calls and the listing of each PATH directory under HOME.
+Worked out once per HOME, PATH, workspace, writable and hidden set and kept in gtd's state dir (`persisted`,
+keyed also by the identity of the dirs and files it depends on): a hit costs a few dozen stat calls.
 """
 
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import re
 from pathlib import Path
@@ -61,8 +60,6 @@ TOOLCHAINS = (
 MIXED = ("", ".local", ".local/share", ".local/state", ".local/lib", ".config", ".cache", ".cargo", ".gradle",
          ".m2", "bin", ".bin")
 
-USER_SITE = ".local/lib/python3*"
-
 # Services' state under /var (databases, containers, Wi-Fi keys, mail): hidden like HOME, when present.
 SERVICE_STATE = (
     "/var/lib/docker", "/var/lib/containerd", "/var/lib/containers", "/var/lib/postgresql", "/var/lib/pgsql",
@@ -81,26 +78,89 @@ def home_hidden(home: Path, workspace: Path) -> bool:
     return not inside(home, workspace)
 
 
-def allow_list(home: Path, workspace: Path, *, writable=(), hidden=(), read_paths=()) -> tuple[tuple[Path, str], ...]:
+def allow_list(home: Path, workspace: Path, *, writable=(), hidden=(), read_paths=(),
+               agent_dirs=()) -> tuple[tuple[Path, str], ...]:
     """(path, why) for everything of HOME the sandbox shows read-only (see the module docstring), the
     outermost entries only. `writable`, `hidden`: the policy's writable and denied-read paths;
-    `read_paths`: sandbox.readPaths, already expanded."""
+    `read_paths`: sandbox.readPaths, already expanded; `agent_dirs`: what the agent CLI reads from its
+    gtd-managed dir (SandboxNeeds.read_dirs)."""
     from gtd.sandbox.session import TLS_TRUST_VARS
 
     keys = ("PATH", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "PIP_CONFIG_FILE",
             "VIRTUAL_ENV", "GOENV", "CARGO_HOME", "GOPATH", "GRADLE_USER_HOME",
             *(var for _, var, _ in TOOLCHAINS if var), *TLS_TRUST_VARS)
     env = tuple((k, os.environ.get(k, "")) for k in keys)
-    try:
-        stamp = os.stat(home).st_mtime_ns  # a toolchain installed since: a new entry in HOME
-    except OSError:
-        stamp = 0
-    return _allow_list(Path(home), Path(workspace), tuple(writable), tuple(hidden), tuple(read_paths), env, stamp)
+    home, workspace = Path(home), Path(workspace)
+    args = (home, workspace, tuple(writable), tuple(hidden), tuple(read_paths), tuple(agent_dirs), env)
+    stamps = _stamped(home, dict(env))
+    return persisted("home-allow", [str(a) for a in args], stamps, lambda: _allow_list(*args, stamps),
+                     encode=lambda found: [[str(p), why] for p, why in found],
+                     decode=lambda value: tuple((Path(p), why) for p, why in value))
 
 
-@functools.lru_cache(maxsize=16)
+def _stamped(home: Path, environ: dict[str, str]) -> tuple[str, ...]:
+    """The places whose change can change the list: HOME, the dirs the toolchains and caches live in, each
+    PATH dir under HOME and its prefix, the settings files that move caches or name registries. A new
+    toolchain, program link, cache or setting changes one of their inodes, sizes or times."""
+    from gtd.sandbox import registries as reg
+
+    names = [home, home / ".local", home / ".local/share", home / ".local/lib", home / ".local/bin", home / ".cache",
+             home / ".config", home / ".cargo", home / ".gradle", home / ".m2", home / "go", home / "go/pkg",
+             home / ".bun/install", home / ".yarn", home / ".nuget", home / ".local/share/uv",
+             reg.npmrc_path(home, environ), home / ".m2/settings.xml", home / ".yarnrc", home / ".yarnrc.yml",
+             reg._xdg_config(home, environ) / "uv/uv.toml", reg._go_env_path(home, environ),
+             reg._xdg_config(home, environ) / "ccache/ccache.conf", *reg.pip_config_files(home, environ)]
+    names += [home / rel for rel, _, _ in TOOLCHAINS] + [Path(environ[v]) for _, v, _ in TOOLCHAINS if environ.get(v)]
+    for entry in (environ.get("PATH") or "").split(os.pathsep):
+        if os.path.isabs(entry) and strictly_inside(Path(entry), home):
+            names += [Path(entry), Path(entry).parent]
+    return tuple(dict.fromkeys(str(n) for n in names))
+
+
+# gtd's code that decides the list: a change in it is a new key.
+_CODE = ("sandbox/home_allow.py", "sandbox/caches.py", "sandbox/registries.py", "sandbox/gitconfig.py",
+         "sandbox/cargo_config.py")
+
+
+def persisted(kind: str, key, stamps, compute, *, encode=lambda v: v, decode=lambda v: v):
+    """compute(), remembered in gtd's state dir (which no sandbox can write) under `key` and the identity
+    (inode, size, times) of each of `stamps`: a `gtd sandbox run` is a new process every time, so an
+    lru_cache alone would not spare its start the work (issue 23: hiding HOME must not slow the start)."""
+    import json
+
+    from gtd import paths
+    from gtd.config import cache
+    from gtd.digest import sha256
+
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    digest = sha256(cache.files_identity([os.path.join(package, c) for c in _CODE]))
+    digest.update(cache.files_identity(stamps))
+    for name in stamps:  # a directory's entries too: an entry made within the clock tick of the last look
+        try:
+            digest.update("\0".join(sorted(os.listdir(name))).encode("utf-8", "surrogateescape") + b"\1")
+        except OSError:
+            digest.update(b"\2")
+    digest.update(json.dumps([kind, key], default=str).encode())
+    hexdigest = digest.hexdigest()
+    if hexdigest in _REMEMBERED:
+        return _REMEMBERED[hexdigest]
+    directory = paths.user_state_dir() / "cache" / kind
+    entry = cache.read(directory, hexdigest)
+    if entry is not None and "value" in entry:
+        value = decode(entry["value"])
+    else:
+        value = compute()
+        cache.write(directory, hexdigest, {"value": encode(value)})
+    _REMEMBERED[hexdigest] = value
+    return value
+
+
+_REMEMBERED: dict[str, object] = {}  # this process's answers by key (a workflow builds a policy per phase)
+
+
 def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden: tuple[Path, ...],
-                read_paths: tuple[Path, ...], env: tuple[tuple[str, str], ...], _stamp: int) -> tuple[tuple[Path, str], ...]:
+                read_paths: tuple[Path, ...], agent_dirs: tuple[Path, ...], env: tuple[tuple[str, str], ...],
+                _stamps: tuple[str, ...]) -> tuple[tuple[Path, str], ...]:
     environ = dict(env)
     untrusted = [workspace, *writable]
     untrusted += [Path(os.path.realpath(u)) for u in untrusted]
@@ -110,9 +170,10 @@ def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden:
     def mixed(p: Path) -> bool:
         return not strictly_inside(p, home) or os.path.relpath(p, home) in MIXED
 
-    def add(path: Path, why: str, *, allow_mixed: bool = False) -> None:
+    def add(path: Path, why: str, *, allow_mixed: bool = False, later: bool = False) -> None:
+        """`later`: gtd creates it before the command runs (an agent's config dir); bound once it exists."""
         path = Path(os.path.normpath(path))
-        if not strictly_inside(path, home) or path in found or not os.path.lexists(path):
+        if not strictly_inside(path, home) or path in found or not (later or os.path.lexists(path)):
             return
         if mixed(path) and not allow_mixed:
             return
@@ -122,12 +183,14 @@ def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden:
                 return  # the agent writes there: shown as it is, never a source of the list
             if any(inside(p, h) for h in hidden_real):
                 return  # a hidden path stays hidden
-        if not os.path.exists(real):
+        if not (later or os.path.exists(real)):
             return
         found[path] = why
 
     for p in read_paths:
         add(p, READ_PATHS_REASON, allow_mixed=True)
+    for p in agent_dirs:
+        add(p, "the agent CLI's own config, written by gtd", allow_mixed=True, later=True)
     from gtd.sandbox.session import TLS_TRUST_VARS
 
     for var in TLS_TRUST_VARS:
@@ -146,11 +209,15 @@ def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden:
     for entry in (environ.get("GOPATH") or "").split(os.pathsep):
         if entry and os.path.isabs(entry):
             add(Path(entry), "Go's GOPATH (modules and installed programs)")
-    for site in sorted(glob.glob(str(home / USER_SITE))):
-        add(Path(site), "Python packages installed with `pip install --user`")
+    try:  # ~/.local/lib/python3*: listed by hand (glob's pattern compiles a regular expression: ~10 ms)
+        sites = sorted(n for n in os.listdir(home / ".local/lib") if n.startswith("python3"))
+    except OSError:
+        sites = []
+    for site in sites:
+        add(home / ".local/lib" / site, "Python packages installed with `pip install --user`")
     for root in gtd_runtime():
         add(root, "gtd's own Python and package")
-    for entry in (environ.get("PATH") or "").split(os.pathsep):
+    for entry in dict.fromkeys((environ.get("PATH") or "").split(os.pathsep)):
         if not entry or not os.path.isabs(entry):
             continue
         _add_path_entry(Path(os.path.normpath(entry)), home, add, mixed)
@@ -178,6 +245,8 @@ def _add_path_entry(entry: Path, home: Path, add, mixed) -> None:
     except OSError:
         return
     for link in links:
+        if "/" not in os.readlink(link):
+            continue  # a link to a sibling (cargo -> rustup): in the directory already shown
         target = Path(os.path.realpath(link))
         if not strictly_inside(target, home) or not os.path.isfile(target):
             continue

@@ -324,7 +324,7 @@ def build_policy(
     hide_home = home_hidden(home, workspace) and not any(inside(home, w) for w in writable)
     read_paths = tuple(res(p) for p in getattr(config.sandbox, "read_paths", ()) or ())
     home_visible = allow_list(home, workspace, writable=_unique(writable), hidden=_unique(deny_read),
-                              read_paths=read_paths) if hide_home else ()
+                              read_paths=read_paths, agent_dirs=tuple(needs.read_dirs)) if hide_home else ()
     generated_files = _generated_files(home) if hide_home else ()
 
     registries: tuple[Registry, ...] = ()

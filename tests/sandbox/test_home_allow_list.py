@@ -183,3 +183,28 @@ def test_a_command_failing_on_a_hidden_home_file_gets_one_hint(home, repo):
     assert r.returncode != 0
     hints = [line for line in r.stderr.splitlines() if "[gtd] hint:" in line]
     assert len(hints) == 1 and "sandbox.readPaths" in hints[0] and "mytool/settings" in hints[0], r.stderr
+
+
+def test_the_remembered_list_follows_new_toolchains_and_links(home, repo, monkeypatch):
+    """The list is kept in gtd's state dir between starts (a `gtd sandbox run` is a new process each time), and
+    is worked out again when a toolchain, or a program linked from a PATH dir, is installed."""
+    from gtd import paths
+    from gtd.sandbox.policy import build_policy
+
+    local_bin = home / ".local/bin"
+    local_bin.mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{local_bin}:{os.environ['PATH']}")
+
+    def shown():
+        policy = build_policy(GtdConfig(), workspace=repo, level=Level.READONLY, home=home)
+        return [p for p, _ in policy.home_visible]
+
+    assert home / ".nvm" not in shown()
+    assert list((paths.user_state_dir() / "cache" / "home-allow").glob("*.json"))  # remembered
+    (home / ".nvm/versions").mkdir(parents=True)
+    assert home / ".nvm" in shown()
+    install = home / ".local/share/tool/2.0"
+    (install / "bin").mkdir(parents=True)
+    (install / "bin/tool").write_text("#!/bin/sh\n")
+    (local_bin / "tool").symlink_to(install / "bin/tool")
+    assert install in shown()
