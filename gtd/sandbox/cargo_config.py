@@ -8,7 +8,6 @@ aliases) with credentials cut out of every URL, and nothing else.
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
@@ -32,15 +31,12 @@ def cargo_config_file(home: Path, environ=None) -> Path | None:
 
 def generated_cargo_config(path: Path) -> str | None:
     """The generated text for the person's config at `path` (None when it cannot be read as TOML)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return _generated(str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    from gtd.sandbox.home_allow import persisted
+
+    return persisted("cargo-config", str(path), [str(path)], lambda: _generated(str(path)))
 
 
-@functools.lru_cache(maxsize=4)
-def _generated(path: str, *_stamp) -> str | None:
+def _generated(path: str) -> str | None:
     import tomllib
 
     from gtd.sandbox.registries import strip_credentials

@@ -74,8 +74,9 @@ READ_PATHS_REASON = "sandbox.readPaths"
 
 
 def home_hidden(home: Path, workspace: Path) -> bool:
-    """HOME is hidden unless the workspace is HOME or holds it (then it is the work itself)."""
-    return not inside(home, workspace)
+    """HOME is hidden unless the workspace is HOME or holds it (then it is the work itself), or HOME is `/`
+    (an unset HOME in a service: hiding it would hide the whole system)."""
+    return len(Path(os.path.realpath(home)).parts) > 1 and not inside(home, workspace)
 
 
 def allow_list(home: Path, workspace: Path, *, writable=(), hidden=(), read_paths=(),
