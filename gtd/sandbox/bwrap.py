@@ -26,6 +26,9 @@ parent directories outside the workspace (`placeholder_parents`, made by hostcre
 missing component is the protected path itself: a placeholder on ~/.config would stop every tool
 that creates ~/.config/<its own dir>.
 
+HOME (unless it is the work), other users' homes and services' state are an empty tmpfs, read-only
+once every mount in it exists, with the policy's allow-list bound read-only into it (home_allow.py).
+
 Each git dir in a writable root is one protected path, mounted read-only as a whole (see
 protected.py): nothing under it, existing or not, can be created or changed below level full. A git
 dir the private /tmp would hide (the common dir of a linked worktree whose repository is under
@@ -48,6 +51,8 @@ from pathlib import Path
 from gtd import paths
 from gtd.errors import SandboxUnavailable
 from gtd.record import field, record
+from gtd.sandbox.home_allow import hidden_roots as _hidden_roots, under_hidden as _under_hidden, \
+    visible_roots as _visible_roots
 from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
 from gtd.sandbox.containment import inside, strictly_inside
@@ -317,31 +322,6 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
                     inside(target, t) for _, t in binds):
                 binds.append((real, target))
     return binds
-
-
-def _hidden_roots(policy: SandboxPolicy) -> list[Path]:
-    """What the sandbox covers with an empty read-only tmpfs: /tmp (private, writable), HOME (unless it is
-    the work itself) and what home_allow hides outside it (other users' homes, services' state)."""
-    hidden = [Path("/tmp")]
-    if policy.home_hidden:
-        hidden += dict.fromkeys((policy.home, Path(os.path.realpath(policy.home))))
-    return hidden + [p for p, _ in policy.hidden_areas]
-
-
-def _under_hidden(path: Path, hidden: list[Path]) -> bool:
-    """Whether `path` is covered by one of `hidden` (/tmp itself is private, not covered)."""
-    return strictly_inside(path, hidden[0]) or any(inside(path, h) for h in hidden[1:])
-
-
-def _visible_roots(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
-    """(source, target): what the command must still see although a hidden root covers it: the workspace,
-    gtd's runtime roots (not HOME's own parts: those only through the allow-list) and HOME's allow-list."""
-    homes = (policy.home, Path(os.path.realpath(policy.home))) if policy.home_hidden else ()
-    found = [(policy.workspace, policy.workspace)]
-    found += [(r, r) for r in policy.runtime_roots if not any(inside(r, h) for h in homes)
-              and r not in {p for p, _ in policy.hidden_areas}]
-    found += [(Path(os.path.realpath(p)), p) for p, _ in policy.home_visible]
-    return found
 
 
 def _root_of(p: Path, writable: dict[str, Path]) -> Path | None:

@@ -64,7 +64,8 @@ def misleading_error_hints(output: str, policy) -> list[str]:
 def split_hints(output: str, policy) -> tuple[list[str], list[str]]:
     """misleading_error_hints as (what the agent may be told too, what only the person may see). Only
     the first kind goes to the output handed back to the agent and to the audit log, which every
-    sandbox can read (gtd's state dir is read-only inside, not hidden); the second is shown on screen."""
+    sandbox can read where gtd's state dir is outside the hidden HOME (it is read-only inside); the second is
+    shown on screen."""
     if not output:
         return [], []
     return refused_write_hints(output, policy), host_loopback_hints(output, policy) + hidden_home_hints(output, policy)

@@ -326,3 +326,30 @@ def _hidden_outside(home: Path, workspace: Path, euid: int) -> tuple[tuple[Path,
     for state in SERVICE_STATE:
         add(Path(state), "a service's state")
     return tuple(found)
+
+
+# -- for the renderer (bwrap.py) ---------------------------------------------------------------
+
+def hidden_roots(policy) -> list[Path]:
+    """What the sandbox covers with an empty read-only tmpfs: /tmp (private, writable), HOME (unless it is
+    the work itself) and what home_allow hides outside it (other users' homes, services' state)."""
+    hidden = [Path("/tmp")]
+    if policy.home_hidden:
+        hidden += dict.fromkeys((policy.home, Path(os.path.realpath(policy.home))))
+    return hidden + [p for p, _ in policy.hidden_areas]
+
+
+def under_hidden(path: Path, hidden: list[Path]) -> bool:
+    """Whether `path` is covered by one of `hidden` (/tmp itself is private, not covered)."""
+    return strictly_inside(path, hidden[0]) or any(inside(path, h) for h in hidden[1:])
+
+
+def visible_roots(policy) -> list[tuple[Path, Path]]:
+    """(source, target): what the command must still see although a hidden root covers it: the workspace,
+    gtd's runtime roots (not HOME's own parts: those only through the allow-list) and HOME's allow-list."""
+    homes = (policy.home, Path(os.path.realpath(policy.home))) if policy.home_hidden else ()
+    found = [(policy.workspace, policy.workspace)]
+    found += [(r, r) for r in policy.runtime_roots if not any(inside(r, h) for h in homes)
+              and r not in {p for p, _ in policy.hidden_areas}]
+    found += [(Path(os.path.realpath(p)), p) for p, _ in policy.home_visible]
+    return found
