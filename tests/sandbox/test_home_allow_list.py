@@ -56,12 +56,6 @@ def test_no_credential_class_is_readable_below_full(sandbox, home, repo, level):
                 ".local"} & set(r.out.split()), r.out
 
 
-def test_the_same_files_are_readable_with_the_old_secret_list_only(home, repo):
-    """Without the sandbox (level full) every planted file is there: the matrix above can fail."""
-    _plant(home, CREDENTIALS)
-    assert all((home / n).read_text().startswith(TOKEN) for n in CREDENTIALS)
-
-
 def test_toolchains_path_installs_and_user_site_stay_usable(sandbox, home, repo, monkeypatch):
     # A toolchain dir, cargo's bin (but not its config), a PATH dir whose prefix is a tool's own, and ~/.local/bin
     # (a mixed prefix) with a program linked from its install root elsewhere in HOME.
@@ -208,3 +202,16 @@ def test_the_remembered_list_follows_new_toolchains_and_links(home, repo, monkey
     (install / "bin/tool").write_text("#!/bin/sh\n")
     (local_bin / "tool").symlink_to(install / "bin/tool")
     assert install in shown()
+
+
+def test_cargo_config_inside_keeps_sources_and_drops_tokens(sandbox, home, repo):
+    (home / ".cargo").mkdir()
+    (home / ".cargo/config.toml").write_text(
+        f'[registry]\ntoken = "{TOKEN}"\ndefault = "mine"\n[registries.mine]\nindex = "sparse+https://u:{TOKEN}@r.example/"\n'
+        f'token = "{TOKEN}"\n[source.crates-io]\nreplace-with = "mine"\n[env]\nAPI = "{TOKEN}"\n'
+        '[net]\ngit-fetch-with-cli = true\n')
+    s = sandbox(Level.READONLY)
+    r = sh(s, f"cat {home}/.cargo/config.toml", repo)
+    assert TOKEN not in r.out and "API" not in r.out, r.out
+    assert 'replace-with = "mine"' in r.out and "sparse+https://r.example/" in r.out and 'default = "mine"' in r.out
+    assert "git-fetch-with-cli = true" in r.out, r.out
