@@ -151,9 +151,28 @@ def persisted(kind: str, key, stamps, compute, *, encode=lambda v: v, decode=lam
         value = decode(entry["value"])
     else:
         value = compute()
-        cache.write(directory, hexdigest, {"value": encode(value)})
+        _store(directory, hexdigest, {"value": encode(value)})
     _REMEMBERED[hexdigest] = value
     return value
+
+
+def _store(directory: Path, key: str, entry: dict) -> None:
+    """Atomically store an entry as config.cache does, without `tempfile` (it imports random and shutil: ~3 ms
+    of a `gtd sandbox run` start, which issue 13 keeps out). Best effort: a read-only disk only costs speed."""
+    import json
+
+    from gtd.config import cache
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{key}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({**entry, "key": key}, out)
+        os.replace(tmp, directory / f"{key}.json")
+        cache._prune(directory)
+    except OSError:
+        pass
 
 
 _REMEMBERED: dict[str, object] = {}  # this process's answers by key (a workflow builds a policy per phase)
