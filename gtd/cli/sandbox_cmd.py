@@ -50,6 +50,7 @@ def explain(
         write(f"NOT SANDBOXED: {data['reason']} (no filesystem or network restriction)\n")
         return
     write(f"readable: {data['readable']}\n")
+    _explain_home(data, write)
     for key, title in (
         ("writable", "writable"),
         ("protected", "read-only even inside writable paths"),
@@ -84,6 +85,22 @@ def explain(
         how = limits["enforcedBy"][key]
         write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
     write(f"landlock: {data['landlock']}\n")
+
+
+def _explain_home(data, write) -> None:
+    """What of HOME is shown (read-only, each with why), and what is hidden outside it (docs/home-allow-list.md)."""
+    if data["homeHidden"]:
+        write("HOME is hidden; shown read-only (add more with sandbox.readPaths):\n")
+        for item in data["homeAllowList"]:
+            write(f"  {item['path']} ({item['reason']})\n")
+        for item in data["generatedFiles"]:
+            write(f"  {item['path']} ({item['reason']})\n")
+        write("  + the workspace, writable paths, package caches and the model provider's login, where they are in HOME\n")
+    else:
+        write("HOME is not hidden: the workspace is HOME (or holds it), or HOME is writable\n")
+    write("hidden outside HOME:" + ("" if data["hiddenOutsideHome"] else " (none here)") + "\n")
+    for item in data["hiddenOutsideHome"]:
+        write(f"  {item['path']} ({item['reason']})\n")
 
 
 def _explain_credential_files(data, write) -> None:

@@ -109,6 +109,11 @@ class SandboxConfig(ConfigModel):
         "exit 4); `auto` asks a reviewer model first, which may allow once or deny, never save a rule, grant level "
         "full or override a deny rule; its failure falls back to `prompt` (docs/reviewer.md).")
     reviewer: ReviewerConfig = Field(default_factory=ReviewerConfig)
+    read_paths: list[Annotated[str, StringConstraints(min_length=1, max_length=4096)]] = Field(
+        default_factory=list,
+        description="Paths under your HOME the sandbox may read (read-only), e.g. `~/.config/mytool`. Inside the "
+                    "sandbox HOME is hidden except toolchains, package caches and these (`gtd sandbox explain` lists "
+                    "them); secret paths (denyReadPaths) stay hidden. In .gtdrc.json it counts once you run `gtd trust`.")
     intercept_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         default_factory=lambda: list(DEFAULT_INTERCEPT_PORTS),
         description="Ports on which a direct connection (from a client that ignores proxy variables) is caught and "

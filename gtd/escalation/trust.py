@@ -26,7 +26,7 @@ from gtd.paths import PROJECT_CONFIG_NAME, user_state_dir
 TRUST_FILE = "trust.json"
 LOOSENING_LISTS = {"allowDomains": "allow_domains", "writablePaths": "writable_paths", "hostLoopbackPorts": "host_loopback_ports"}
 # `sandbox.<key>` lists every entry of which loosens: credentials or the person's variables let into the sandbox.
-LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv")
+LOOSENING_SANDBOX_LISTS = ("registryCredentials", "passEnv", "readPaths")
 # Choosing the agent CLI or its model decides which of the person's API keys and cloud credentials enter
 # the sandbox and which model hosts it reaches (each CLI's CREDENTIAL_ENV, providers/cli_models.py,
 # cloud_credentials.py): a project file's `provider` or `models.<phase>` is loosening, and until it is

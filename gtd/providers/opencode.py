@@ -73,6 +73,7 @@ class OpencodeProvider(Provider):
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.home / d for d in ("data", "state", "cache")],
             protected_paths=[self.home / "config", *own.sources],
+            read_dirs=[self.home / "config"],
             env_passthrough=list(CREDENTIAL_ENV),
         ), chosen, workspace=workspace)
 

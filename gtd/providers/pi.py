@@ -68,6 +68,7 @@ class PiProvider(Provider):
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.sessions_dir],
             protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
+            read_dirs=[self.home],
             env_passthrough=list(CREDENTIAL_ENV),
         ), chosen, workspace=workspace)
 

@@ -26,6 +26,9 @@ parent directories outside the workspace (`placeholder_parents`, made by hostcre
 missing component is the protected path itself: a placeholder on ~/.config would stop every tool
 that creates ~/.config/<its own dir>.
 
+HOME (unless it is the work), other users' homes and services' state are an empty tmpfs, read-only
+once every mount in it exists, with the policy's allow-list bound read-only into it (home_allow.py).
+
 Each git dir in a writable root is one protected path, mounted read-only as a whole (see
 protected.py): nothing under it, existing or not, can be created or changed below level full. A git
 dir the private /tmp would hide (the common dir of a linked worktree whose repository is under
@@ -48,6 +51,8 @@ from pathlib import Path
 from gtd import paths
 from gtd.errors import SandboxUnavailable
 from gtd.record import field, record
+from gtd.sandbox.home_allow import hidden_roots as _hidden_roots, under_hidden as _under_hidden, \
+    visible_roots as _visible_roots
 from gtd.sandbox.placeholders import empty_file
 from gtd.sandbox.policy import SandboxPolicy
 from gtd.sandbox.containment import inside, strictly_inside
@@ -308,11 +313,12 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     from gtd.sandbox.protected import linked_worktree_git_dirs
 
     tmp = Path("/tmp")
-    bound = (policy.home, policy.workspace, *policy.runtime_roots)
+    hidden = _hidden_roots(policy)
+    bound = [t for _, t in _visible_roots(policy)]
     binds: list[tuple[Path, Path]] = []
     for real, spelled in sorted(linked_worktree_git_dirs(policy.workspace), key=lambda d: len(d[0].parts)):
         for target in dict.fromkeys((real, spelled)):
-            if strictly_inside(target, tmp) and not any(inside(target, r) for r in bound) and not any(
+            if _under_hidden(target, hidden) and not any(inside(target, r) for r in bound) and not any(
                     inside(target, t) for _, t in binds):
                 binds.append((real, target))
     return binds
@@ -418,19 +424,21 @@ def data_fd(data: bytes) -> int:
     return r
 
 
-def render_mounts(policy: SandboxPolicy) -> MountPlan:
+def render_mounts(policy: SandboxPolicy, after: list[str] | tuple[str, ...] = ()) -> MountPlan:
     """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks); creates nothing.
-    Pass `plan.fds` to bwrap and close the plan after spawning it; `plan.verify` before the command runs."""
+    Pass `plan.fds` to bwrap and close the plan after spawning it; `plan.verify` before the command runs.
+    `after`: the session's own mounts (sanitized config files under HOME), placed before the hidden
+    roots are made read-only, so bwrap can still create their mount points there."""
     plan = MountPlan(args=list(BASE_ARGS))
     try:
-        _render(policy, plan)
+        _render(policy, plan, list(after))
     except BaseException:
         plan.close()
         raise
     return plan
 
 
-def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
+def _render(policy: SandboxPolicy, plan: MountPlan, after: list[str]) -> None:
     from gtd.sandbox.gitshim import SCRIPT, SHIM_DIR
 
     tmp = Path("/tmp")
@@ -451,10 +459,16 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
                 add(entry, 0, "--symlink", os.readlink(entry), str(entry))
             else:
                 add(entry, 0, "--ro-bind", str(entry), str(entry))
-    # Roots the command must still see although they live under the private /tmp.
-    for root in (policy.home, policy.workspace, *policy.runtime_roots):
-        if strictly_inside(root, tmp) and root.exists() and root != sealed:
-            add(root, 0, "--ro-bind", str(root), str(root))
+    # HOME (unless it is the work) and other users' homes and services' state: an empty tmpfs, read-only
+    # once the mounts in it exist; then what the command must still see there (and under the private /tmp).
+    hidden = _hidden_roots(policy)
+    for area in hidden[1:]:
+        add(area, 0, "--tmpfs", str(area))
+        tail.append(str(area))
+    visible = _visible_roots(policy)
+    for source, target in visible:
+        if _under_hidden(target, hidden) and os.path.exists(source) and target != sealed and source not in writable:
+            add(target, 0, "--ro-bind", str(source), str(target))
     for source, target in _git_dirs_under_tmp(policy):
         add(target, 0, "--ro-bind", str(source), str(target))
     for root in roots:
@@ -468,6 +482,10 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         if is_dir:
             plan.bound_dirs.append(root.real)
         add(root.real, 1, "--bind", str(root.real), str(root.real))
+        if root.spelled != root.real and _under_hidden(root.spelled, hidden) and not any(
+                inside(root.spelled, t) for _, t in visible):
+            # The person's own link to it (`~/ext -> /data/ext`) in a hidden HOME: the same link inside.
+            add(root.spelled, 1, "--symlink", str(root.real), str(root.spelled))
 
     seen_ancestors: set[Path] = set()
 
@@ -525,18 +543,29 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         if os.path.lexists(target):
             add(target, 3, "--ro-bind", str(target), str(target))
 
+    shown = [t for _, t in visible] + [Path(s) for s in by_string]  # what a hidden root does not cover
     for d in policy.deny_read:
         if not os.path.lexists(d):
             continue  # nothing to read; HOME and the workspace are not writable where it could appear
         real = Path(os.path.realpath(d))
-        root = root_of(real)
-        if root is not None:
-            bind_ancestors(real, root)
-        if real.is_dir():
-            add(real, 4, "--tmpfs", str(real))
-            tail.append(str(real))
-        elif real.exists():
-            add(real, 4, "--ro-bind", "/dev/null", str(real))
+        for spot in dict.fromkeys((real, Path(os.path.normpath(d)))):
+            if spot != real and not any(inside(spot, t) for _, t in visible):
+                continue  # the spelled path matters only where an allow-list entry shows it through a link
+            if _under_hidden(spot, hidden) and not any(inside(spot, t) for t in shown):
+                continue  # under hidden HOME, another hidden root or /tmp, and nothing shows it: hidden already
+            root = root_of(spot)
+            if root is not None:
+                bind_ancestors(spot, root)
+            if real.is_dir():
+                add(spot, 4, "--tmpfs", str(spot))
+                tail.append(str(spot))
+            elif real.exists():
+                add(spot, 4, "--ro-bind", "/dev/null", str(spot))
+    # The files gtd generates (the git and cargo config without credentials) where the tools look, in the hidden HOME.
+    for target, text, _ in policy.generated_files if policy.home_hidden else ():
+        fd = data_fd(text.encode("utf-8", "surrogateescape"))
+        plan.fds.append(fd)
+        add(target, 5, "--ro-bind-data", str(fd), str(target))
     # A chosen cloud provider's credential files, resolved on the host (credential_files.py): read-only,
     # on top of the hidden dir that holds them.
     for cred in policy.credential_files:
@@ -549,6 +578,7 @@ def _render(policy: SandboxPolicy, plan: MountPlan) -> None:
         if key not in seen:
             seen.add(key)
             plan.args += args
+    plan.args += after
     for path in dict.fromkeys(tail):
         plan.args += ["--remount-ro", path]
     shim = data_fd(SCRIPT.encode())

@@ -4,6 +4,9 @@
   the classic case: a read-only cache dir surfaces as "Invalid response body while trying to fetch
   https://registry...: EROFS". gtd reads the refused path out of the output and says what it is, why the
   sandbox refused it and the one change that would allow it.
+- A command fails on a file of HOME it cannot see: HOME is hidden inside the sandbox except its allow-list
+  (home_allow.py), and "No such file or directory" does not say so. gtd names the setting that shows it
+  (`sandbox.readPaths`), for the person only: it tells which files exist on the host.
 - A connection to 127.0.0.1:PORT is refused inside while a server on this machine listens on that port:
   the sandbox's loopback is its own, and the client's "Connection refused" does not say so. gtd names the
   setting that forwards the port (`hostLoopbackPorts`).
@@ -61,10 +64,11 @@ def misleading_error_hints(output: str, policy) -> list[str]:
 def split_hints(output: str, policy) -> tuple[list[str], list[str]]:
     """misleading_error_hints as (what the agent may be told too, what only the person may see). Only
     the first kind goes to the output handed back to the agent and to the audit log, which every
-    sandbox can read (gtd's state dir is read-only inside, not hidden); the second is shown on screen."""
+    sandbox can read where gtd's state dir is outside the hidden HOME (it is read-only inside); the second is
+    shown on screen."""
     if not output:
         return [], []
-    return refused_write_hints(output, policy), host_loopback_hints(output, policy)
+    return refused_write_hints(output, policy), host_loopback_hints(output, policy) + hidden_home_hints(output, policy)
 
 
 def _host_listens(port: int) -> bool:
@@ -132,3 +136,36 @@ def refused_write_hints(output: str, policy) -> list[str]:
         hints.append(f"[gtd] hint: this error mentions the network, but the cause is the sandbox refusing to write "
                      f"{path} ({verdict.reason}).{fix}")
     return hints
+
+
+_MISSING = re.compile(r"No such file or directory|ENOENT|does not exist|not found|cannot access|Directory nonexistent",
+                      re.IGNORECASE)
+MAX_HIDDEN_NAMED = 3
+
+
+def hidden_home_hints(output: str, policy) -> list[str]:
+    """One line when the output names files of the hidden HOME (or another hidden place) that exist on this
+    machine and reads like a missing file: they are hidden, and sandbox.readPaths would show them. For the
+    person only (it tells which of HOME's files exist)."""
+    home = str(getattr(policy, "home", ""))
+    if not getattr(policy, "home_hidden", False) or not home or home + "/" not in output or not _MISSING.search(output):
+        return []
+    from gtd.sandbox.why import _hidden_root
+
+    named: list[str] = []
+    for match in re.finditer(re.escape(home) + r"/[^\s'\"`:,;()\[\]{}<>]+", output):
+        raw = os.path.normpath(match.group(0).rstrip("."))
+        if raw in named or not os.path.lexists(raw) or _hidden_root(policy, Path(raw)) is None:
+            continue
+        if any(raw == str(d) or raw.startswith(str(d) + "/") for d in policy.deny_read):
+            continue  # a secret path: sandbox.readPaths does not show it
+        named.append(raw)
+        if len(named) == MAX_HIDDEN_NAMED:
+            break
+    if not named:
+        return []
+    listed = ", ".join(named)
+    return [f"[gtd] hint: {listed} {'exists' if len(named) == 1 else 'exist'} on this machine, but HOME is hidden "
+            f"inside the sandbox except toolchains and caches (`gtd sandbox explain`); to let commands read "
+            f"{'it' if len(named) == 1 else 'them'}, add {'it' if len(named) == 1 else 'them'} to sandbox.readPaths "
+            f"(your user config, or .gtdrc.json once you run `gtd trust`)."]

@@ -472,10 +472,13 @@ class SandboxSession:
             from gtd.record import replace
 
             policy = replace(policy, writable=(*policy.writable, *self._caches.writable()))
-        plan = render_mounts(policy)
+        launch_args, launch_fds = self._layers.mounts()
+        plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ())])
         if plan.writes_reach(policy.workspace):
             if policy.git_state is not None and not policy.git_state.walked:
                 plan.close()
+                for fd in launch_fds:
+                    os.close(fd)
                 raise SandboxUnavailable(
                     "a writable directory in the work tree appeared after the sandbox policy was built (its nested "
                     "repositories were not checked): run the command again")
@@ -484,9 +487,8 @@ class SandboxSession:
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
-        launch_args, launch_fds = self._layers.mounts()
         args = [
-            self._bwrap, *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
+            self._bwrap, *plan.args,
             "--chdir", str(Path(cwd).resolve()),
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
@@ -599,12 +601,11 @@ class SandboxSession:
 
         fds: list[int] = []
         try:
-            plan = render_mounts(policy)
-            fds += plan.fds
             launch_args, launch_fds = self._layers.mounts()
             fds += launch_fds
-            args = [self._bwrap, *plan.args, *launch_args, *(self._tools.bwrap_args() if self._tools else ()),
-                    "--", "true"]
+            plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ())])
+            fds += plan.fds
+            args = [self._bwrap, *plan.args, "--", "true"]
             if self._caches is not None:
                 args = self._caches.wrap(args)
             result = subprocess.run(args, pass_fds=tuple(fds), stdin=subprocess.DEVNULL, capture_output=True,

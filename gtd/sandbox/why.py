@@ -50,9 +50,19 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
     writable = _under(path, policy.writable)
     if hidden is not None and writable is not None and hidden in writable.parents:
         hidden = None  # a writable path configured below a hidden directory is the more specific rule
+    covered = _hidden_root(policy, path) if writable is None else None
     if hidden is not None:
+        if covered is not None:
+            return Verdict(target, False, f"hidden from the agent: {covered[1]}, and it is a secret path (unreadable "
+                           "below level full)", str(hidden), "remove it from sandbox.levels.*.denyReadPaths, then add "
+                           "it to sandbox.readPaths (built-in secret paths cannot be removed; a chosen cloud model "
+                           "provider's credential files are passed in read-only)")
         return Verdict(target, False, "hidden from the agent (secrets are unreadable below level full)", str(hidden),
                        "remove it from sandbox.levels.*.denyReadPaths (built-in secret paths cannot be removed)")
+    if covered is not None:
+        return Verdict(target, False, f"not writable at level {level}, and hidden from the agent: {covered[1]}",
+                       str(covered[0]), f"add it to sandbox.levels.{level}.writablePaths to let the agent write it, "
+                       f"or {covered[2]}" if covered[2] == READ_PATHS_FIX else covered[2])
     protected = _under(path, policy.protected)
     if protected is not None:
         return Verdict(target, False, "protected: gtd or the host later runs or trusts it (git hooks, config or "
@@ -62,6 +72,28 @@ def why_path(policy: SandboxPolicy, path: Path) -> Verdict:
         return Verdict(target, True, f"writable at level {level}", str(writable))
     return Verdict(target, False, f"not writable at level {level} (the workspace is writable from readwrite up)", None,
                    f"approve it when gtd asks, or add it to sandbox.levels.{level}.writablePaths")
+
+
+READ_PATHS_FIX = ("to sandbox.readPaths to let it only read it (in your user config; in .gtdrc.json either counts "
+                  "once you run `gtd trust`)")
+
+
+def _hidden_root(policy: SandboxPolicy, path: Path) -> tuple[Path, str, str] | None:
+    """(the hidden root, why it is hidden, the fix) when `path` is in the hidden HOME (home_allow.py) or a
+    hidden place outside it, and nothing the policy shows covers it; else None."""
+    shown = [p for p, _ in policy.home_visible] + [policy.workspace, *policy.writable]
+    shown += [c.target for c in policy.credential_files]
+    shown += [target for target, _, _ in policy.generated_files]
+    if _under(path, shown) is not None:
+        return None
+    if policy.home_hidden and _under(path, (policy.home,)) is not None:
+        return (policy.home, "HOME is hidden inside the sandbox except toolchains, package caches and the other "
+                "entries `gtd sandbox explain` lists (homeAllowList)", READ_PATHS_FIX)
+    area = next(((p, why) for p, why in policy.hidden_areas if _under(path, (p,)) is not None), None)
+    if area is not None:
+        return (area[0], f"{area[0]} is hidden inside the sandbox ({area[1]})",
+                "nothing below level full shows it: run at level full (`--level full`) if the work needs it")
+    return None
 
 
 def why_host(policy: SandboxPolicy, target: str, at_network: Callable[[], SandboxPolicy] | None = None) -> Verdict:

@@ -32,7 +32,8 @@ def test_sandboxed_commands_cannot_write_gtd_state_or_config(repo, level):
     before = {path: path.read_bytes() for path in targets}
     forged = json.dumps({"sandbox": {"enabled": False}})
     script = "; ".join(f"(echo '{forged}' >> '{p}') 2>/dev/null && echo WROTE {p.name}" for p in targets)
-    script += f"; rm -f '{audit.path}' 2>/dev/null && echo REMOVED; mv '{audit.path}' /tmp/x 2>/dev/null && echo MOVED; true"
+    # `rm`, not `rm -f`: in the hidden HOME (issue 23) the log is not there, and `rm -f` says yes to a missing file
+    script += f"; rm '{audit.path}' 2>/dev/null && echo REMOVED; mv '{audit.path}' /tmp/x 2>/dev/null && echo MOVED; true"
     result = run_gtd("sandbox", "run", "--level", level, "--", "sh", "-c", script, cwd=repo)
     assert result.returncode == 0, result.stderr
     assert "WROTE" not in result.stdout and "REMOVED" not in result.stdout and "MOVED" not in result.stdout

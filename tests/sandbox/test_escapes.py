@@ -23,7 +23,8 @@ def test_symlink_out_of_workspace_is_read_only(sandbox, repo, home):
     (home / "notes").mkdir()
     s = sandbox(Level.READWRITE)
     r = sh(s, f"ln -s {home}/notes out && echo x > out/f; ln -s {home}/.gitconfig g && echo PWNED >> g", repo)
-    assert r.err.count("Read-only file system") == 2, r.err
+    # ~/notes is in the hidden HOME (issue 23): not even there; ~/.gitconfig is gtd's generated read-only copy
+    assert r.err.count("Read-only file system") + r.err.count("Directory nonexistent") == 2, r.err
     assert not (home / "notes/f").exists() and "PWNED" not in (home / ".gitconfig").read_text()
 
 

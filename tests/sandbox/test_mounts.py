@@ -300,7 +300,8 @@ def test_writable_path_outside_the_workspace_resolving_into_gtd_state_is_not_wri
     config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": ["~/.cache/tool"]}}}})
     s = sandbox(Level.READWRITE, config=config)
     r = sh(s, f"echo x > {home}/.cache/tool/pins.json", repo)
-    assert "Read-only file system" in r.err, r.err
+    # gtd's state dir is in the hidden HOME (issue 23): the link leads nowhere inside
+    assert "Directory nonexistent" in r.err or "Read-only file system" in r.err, r.err
     assert not (state / "pins.json").exists()
 
 

@@ -179,9 +179,13 @@ def build_with_shell(repo: Path, command: str) -> None:
 
 @pytest.fixture
 def outside(isolated_home) -> Path:
-    """A directory outside the workspace that the sandbox shows read-only (it is in HOME)."""
+    """A directory outside the workspace that the sandbox shows read-only (in HOME, which is hidden except
+    what sandbox.readPaths lists: issue 23)."""
     path = isolated_home / "outside"
     path.mkdir()
+    config = isolated_home / ".config" / "gtd" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[sandbox]\nreadPaths = ["~/outside"]\n')
     return path
 
 
