@@ -81,7 +81,9 @@ def run_the_workflow(agent, repo: Path, fake_model) -> None:
     t = agent.files
     todo, agents_md = str(repo / "TODO.md"), str(repo / "AGENTS.md")
     extra = ["--provider", agent.name, *(["--model", agent.model] if agent.model else [])]
-    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "cat hello.txt", "testRetries": 1}))
+    # the baseline (`cat hello.txt` before the agent writes it) is red by design: build on red
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "cat hello.txt", "testRetries": 1,
+                                                  "baselineTests": "build"}))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "configure gtd")
 

@@ -43,7 +43,7 @@ def test_an_agent_error_naming_proc_1_root_is_a_refusal_not_a_traceback(repo):
         {"write": {"path": "TODO.md", "content": PLAN}},
         {"shell": f"echo \"touch: cannot touch '{HIDDEN}': Read-only file system\" >&2; exit 1"},
         {"write": {"path": "/proc/1/root/tmp/gtd-probe", "content": "x"}},
-        {"shell": "ln -s /proc/1/root/etc/passwd leak || true"},  # a link only the check after a command resolves
+        {"shell": "ln -s /proc/1/root/etc/passwd leak 2>/dev/null || true"},  # refused at readonly: its error hidden (a shown one is an escalation)
     ]}]}
     configure_scripted(repo, script)
     result = subprocess.run([*without_ptrace(), sys.executable, "-m", "gtd", "plan", "a counter"], cwd=repo,
