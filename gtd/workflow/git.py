@@ -42,8 +42,9 @@ _PROGRAMS: dict[Path, str] = {}  # the host's git per repository, found once per
 TIMEOUT_SECONDS = 300.0
 
 
-def _timed_out(args: tuple[str, ...] | list[str]) -> GtdError:
-    return GtdError(f"git {' '.join(args)} did not finish within {TIMEOUT_SECONDS:g} s and was stopped; "
+def _timed_out(args: tuple[str, ...] | list[str], timeout: float | None = None) -> GtdError:
+    timeout = TIMEOUT_SECONDS if timeout is None else timeout
+    return GtdError(f"git {' '.join(args)} did not finish within {timeout:g} s and was stopped; "
                     f"something in the work tree or the repository made it wait (run it yourself to see what, "
                     f"and please report it to gtd)")
 
@@ -90,15 +91,16 @@ class Running:
         self._process = subprocess.Popen([*_host_git(repo), *args], cwd=repo, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, **OUTPUT, env=_host_env(repo, env))
 
-    def output(self, check: bool = True) -> str:
-        """Its stdout, once it ended; GtdError when it failed and `check`. Interrupted (Ctrl-C), it is killed
-        (as subprocess.run does)."""
+    def output(self, check: bool = True, timeout: float | None = None) -> str:
+        """Its stdout, once it ended; GtdError when it failed and `check`, or ran past `timeout`. Interrupted
+        (Ctrl-C), it is killed (as subprocess.run does)."""
+        timeout = TIMEOUT_SECONDS if timeout is None else timeout
         try:
-            stdout, stderr = self._process.communicate(timeout=TIMEOUT_SECONDS)
+            stdout, stderr = self._process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-            raise _timed_out(self.args) from None
+            raise _timed_out(self.args, timeout) from None
         except BaseException:
             self._process.kill()
             self._process.wait()
@@ -112,8 +114,9 @@ def start(repo: Path, *args: str, env: dict[str, str] | None = None) -> Running:
     return Running(repo, args, env)
 
 
-def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
-    return start(repo, *args, env=env).output(check)
+def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
+        timeout: float | None = None) -> str:
+    return start(repo, *args, env=env).output(check, timeout)
 
 
 _IDENTITIES: dict[Path, dict[str, str] | Running] = {}  # asked once per repository and process (gtd never sets one)
@@ -146,8 +149,9 @@ def temporary_index() -> Iterator[dict[str, str]]:
     try:
         yield {"GIT_INDEX_FILE": index}
     finally:
-        if os.path.exists(index):
-            os.unlink(index)
+        for leftover in (index, index + ".lock"):  # a git run killed at its timeout leaves its lock
+            if os.path.exists(leftover):
+                os.unlink(leftover)
 
 
 @record(frozen=True)

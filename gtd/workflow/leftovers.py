@@ -55,7 +55,14 @@ class AgentWork:
         return sorted(self.paths + self.edited)
 
 
-def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = (), keep: bool = False) -> str:
+# A snapshot's `git add -A` runs while the agent is still at work: a FIFO it makes at a name git opens
+# (.gitignore) between the sweep before the run (special_files) and git's open would hold it for the whole
+# git timeout. A short bound, then one more run (which sweeps again), keeps the agent's phase moving.
+SNAPSHOT_GIT_SECONDS = 20.0
+
+
+def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = (), keep: bool = False,
+                  timeout: float | None = None) -> str:
     """The git tree id of the whole work tree as it is now (untracked files included, ignored ones not;
     `leave_out` paths left out), via a throw-away index so the real index is left alone. It starts as a
     copy of the index the last snapshot kept in gtd's state (`keep`: this one is kept in its place), else
@@ -73,13 +80,14 @@ def worktree_tree(repo: Path, *, leave_out: tuple[str, ...] = (), keep: bool = F
             start = kept if kept.is_file() else \
                 Path(git.git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
             shutil.copy2(start, env["GIT_INDEX_FILE"])
-            git.git(repo, "add", "-A", env=env)
-        except (OSError, GtdError):
-            if os.path.exists(env["GIT_INDEX_FILE"]):
-                os.unlink(env["GIT_INDEX_FILE"])
+            git.git(repo, "add", "-A", env=env, timeout=timeout)
+        except (OSError, GtdError):  # a start git cannot read, or a run held past `timeout`: once more, afresh
+            for leftover in (env["GIT_INDEX_FILE"], env["GIT_INDEX_FILE"] + ".lock"):  # a killed run leaves its lock
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
             if git.has_commits(repo):
                 git.git(repo, "read-tree", "HEAD", env=env)
-            git.git(repo, "add", "-A", env=env)
+            git.git(repo, "add", "-A", env=env, timeout=timeout)
         if leave_out:
             git.git(repo, "--literal-pathspecs", "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *leave_out,
                     env=env)
@@ -184,7 +192,7 @@ def snapshot(repo: Path, *, session: str | None = None, reason: str | None = Non
     data = _read(repo)
     if data is None or data.get("owner") != _OWNER:
         return
-    data["tree"] = worktree_tree(repo, keep=True)
+    data["tree"] = worktree_tree(repo, keep=True, timeout=SNAPSHOT_GIT_SECONDS)
     if session:
         data["session"] = session
     if reason:

@@ -50,7 +50,8 @@ def _assert_clean(text: str, what: str) -> str:
 
 def test_live_run_and_approval_prompt_show_escapes_visibly(repo, terminal):
     _setup(repo)
-    screen = terminal("plan", "-v", cwd=repo)
+    # wide enough that the panel's value column never folds the path (the unprivileged user's tmp path is longer)
+    screen = terminal("plan", "-v", cwd=repo, env={"COLUMNS": "240"})
     screen.child.expect("The sandbox blocked the agent")
     screen.child.expect("Decision")
     screen.child.sendline("d")

@@ -128,3 +128,36 @@ def test_a_wide_tree_is_swept_whole(repo):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert sorted(path for path, _, _ in moved) == sorted(f"node_modules/p{i}/.gitattributes" for i in range(300))
     assert not any((repo / "node_modules" / f"p{i}" / ".gitattributes").exists() for i in range(300))
+
+
+def test_a_fifo_made_after_the_sweep_holds_a_snapshot_only_briefly(repo, monkeypatch):
+    """The agent runs on while gtd records its work tree: a FIFO it makes at .gitignore between the sweep and
+    git's open of it held the snapshot's `git add -A` for the whole git timeout (300 s; a build under load
+    hit the test's 120 s). The snapshot's run is bounded short and tried once more, which sweeps again."""
+    import threading
+
+    from gtd.workflow import leftovers
+
+    real_sweep = special_files.sweep
+    calls = []
+
+    def late_fifo(top):  # the sweeps before the first `add -A` find nothing: the FIFO comes right after them
+        calls.append(top)
+        if len(calls) <= 2:  # `rev-parse` (the index to start from), then `add -A` itself
+            return []
+        return real_sweep(top)
+
+    special_files.forget()
+    os.mkfifo(repo / ".gitignore")
+    monkeypatch.setattr(special_files, "sweep", late_fifo)
+    monkeypatch.setattr(leftovers, "SNAPSHOT_GIT_SECONDS", 2.0)
+    done: list[str] = []
+    worker = threading.Thread(target=lambda: done.append(
+        leftovers.worktree_tree(repo, timeout=leftovers.SNAPSHOT_GIT_SECONDS)), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # the old code: git waits on the FIFO; let it go before failing
+        with open(repo / ".gitignore", "w"):
+            pass
+    assert done and len(done[0]) == 40, "the snapshot waited on the agent's FIFO"
+    assert not os.path.lexists(repo / ".gitignore")
