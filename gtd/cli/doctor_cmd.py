@@ -39,7 +39,9 @@ def collect(directory=None) -> list[dict]:
     except GtdError as exc:
         checks.append(_check("config", False, str(exc), "fix the file named above"))
         sandbox_enabled, wanted, config, workspace = True, "auto", None, None
-    for check in sandbox_checks(_probed_provider(wanted, config), config=config, workspace=workspace):
+    provider = _probed_provider(wanted, config)
+    for check in sandbox_checks(_needs_of(provider, workspace) if provider else None,
+                                cli=provider.name if provider else None, config=config, workspace=workspace):
         check.setdefault("required", sandbox_enabled)
         check["sandbox"] = True
         checks.append(check)
@@ -68,6 +70,19 @@ def _probed_provider(wanted: str, config):
     except GtdError:
         return None
     return provider if provider.name != "scripted" else None
+
+
+def _needs_of(provider, workspace):
+    """What the probe mounts for `provider`: its command is built (not run) as for a real phase, in a scratch
+    dir, so the files its preparation writes and the login it checks are part of the start."""
+    def needs(scratch):
+        from gtd.config.levels import Phase
+        from gtd.providers.base import AgentRequest
+
+        provider.command(AgentRequest(phase=Phase.BUILD, prompt="", cwd=scratch))
+        return provider.sandbox_needs(workspace)
+
+    return needs
 
 
 def doctor(json_out: opt.JsonOut = False, directory: opt.Directory = None) -> None:

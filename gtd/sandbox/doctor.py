@@ -13,9 +13,10 @@ def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict:
     return {"name": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
 
 
-def sandbox_checks(provider=None, *, config=None, workspace: Path | None = None) -> list[dict]:
-    """`provider`: the agent CLI gtd would run (None: none installed); the start is probed with its real
-    mounts (its config dir, its protected files, its login), under `config`, in `workspace`."""
+def sandbox_checks(cli_needs=None, *, cli: str | None = None, config=None, workspace: Path | None = None) -> list[dict]:
+    """`cli_needs(scratch_dir)`: what the agent CLI gtd would run (`cli`) needs from the sandbox, after it
+    prepared as for a real phase (None: no CLI to run); the start is probed with those real mounts (its config
+    dir, its protected files, its login), under `config`, in `workspace`."""
     if sys.platform == "darwin":
         found = shutil.which("sandbox-exec")
         return [_check("sandbox-exec", bool(found), found or "not found", "sandbox-exec ships with macOS; check PATH (/usr/bin)")]
@@ -52,7 +53,7 @@ def sandbox_checks(provider=None, *, config=None, workspace: Path | None = None)
 
     checks += _kernel_layer_checks()
     if bwrap:
-        checks.append(_smoke_test(provider, config, workspace))
+        checks.append(_smoke_test(cli_needs, cli, config, workspace))
         checks.append(_caches_check())
     return checks
 
@@ -113,7 +114,7 @@ def _relay_check() -> dict:
                   "(`native/relay-*.so`) that is a symlink, not yours, or writable by others")
 
 
-def _smoke_test(provider=None, config=None, workspace: Path | None = None) -> dict:
+def _smoke_test(cli_needs=None, cli: str | None = None, config=None, workspace: Path | None = None) -> dict:
     """Start a real readwrite sandbox and run `true` in it: readwrite is the lowest level with a network layer
     (the proxy port, DNS and interception created inside the sandbox's network namespace), which a
     readonly sandbox has none of, so a readonly probe passed where no build phase could start. The mounts are
@@ -124,18 +125,10 @@ def _smoke_test(provider=None, config=None, workspace: Path | None = None) -> di
     from gtd.sandbox.policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
-    with_cli = f" with {provider.name}'s mounts" if provider is not None else ""
+    with_cli = f" with {cli}'s mounts" if cli_needs is not None else ""
     with tempfile.TemporaryDirectory(prefix="gtd-doctor-") as tmp:
         try:
-            needs = None
-            if provider is not None:
-                from gtd.config.levels import Phase
-                from gtd.providers.base import AgentRequest
-
-                # Its command is built (not run) as for a real phase: the files the CLI's preparation writes
-                # and the login it checks are part of the start.
-                provider.command(AgentRequest(phase=Phase.BUILD, prompt="", cwd=Path(tmp)))
-                needs = provider.sandbox_needs(workspace)
+            needs = cli_needs(Path(tmp)) if cli_needs is not None else None
             policy = build_policy(config or GtdConfig(), workspace=workspace or Path(tmp), level=Level.READWRITE,
                                   needs=needs)
             with open_sandbox(policy) as session:
@@ -147,7 +140,7 @@ def _smoke_test(provider=None, config=None, workspace: Path | None = None) -> di
         except SandboxUnavailable as exc:
             return _check("sandbox start", False, str(exc), "fix the cause above, or set sandbox.enabled=false to run unsandboxed (not recommended)")
         except GtdError as exc:
-            return _check("sandbox start", False, f"{provider.name if provider else 'the agent'} cannot start: {exc}",
+            return _check("sandbox start", False, f"{cli or 'the agent'} cannot start: {exc}",
                           "see the detail above")
         except Exception as exc:  # noqa: BLE001
             return _check("sandbox start", False, repr(exc), "report this as a gtd bug")
