@@ -41,6 +41,7 @@ BUFSIZE = 256 * 1024
 TLS_HANDSHAKE = b"\x16"  # a TLS record of type handshake: the ClientHello of a direct HTTPS connection
 TLS_ACCESS_DENIED = b"\x15\x03\x03\x00\x02\x02\x31"  # alert record: fatal (2), access_denied (49)
 PROXY_USER = "gtd"
+_PIP_USER = "gtd-pip"  # refusal_tls.PIP_USER, without importing it on every sandbox start
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -67,6 +68,7 @@ class Verdict:
     reason: str = ""
     sock: socket.socket | None = None
     denied: bool = False  # refused by policy (vs. a name or connection failure)
+    repeat: bool = False  # refused by policy before, in this run (the first refusal may have been escalated)
 
 
 class FilteringProxy:
@@ -81,6 +83,7 @@ class FilteringProxy:
         on_denied: Callable[[str, int, str], None] | None = None,
         resolver: Resolver | None = None,
         connect_timeout: float = 15.0,
+        tls_refusals=None,
     ):
         self.rules = rules
         self.token = token
@@ -93,6 +96,8 @@ class FilteringProxy:
         self._listeners: dict[socket.socket, Background] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
+        self._refused: set[tuple[str, int]] = set()  # (host, port) refused by policy in this run
+        self.tls_refusals = tls_refusals  # gtd.sandbox.refusal_tls.TlsRefusals: pip's repeats answered inside TLS
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
@@ -239,12 +244,15 @@ class FilteringProxy:
         return Verdict(False, last if addresses else f"{host} has no address")
 
     def _deny(self, host: str, port: int, reason: str) -> Verdict:
+        with self._lock:
+            repeat = (host, port) in self._refused
+            self._refused.add((host, port))
         if self._on_denied is not None:
             try:
                 self._on_denied(host, port, reason)
             except Exception:  # noqa: BLE001 - reporting must not break the proxy
                 pass
-        return Verdict(False, reason, denied=True)
+        return Verdict(False, reason, denied=True, repeat=repeat)
 
     def _token_ok(self, password: str) -> bool:
         return compare_digest(password.encode(), self.token.encode())
@@ -294,11 +302,12 @@ class FilteringProxy:
         if headers is None or "\n" in lines[0] or "\0" in lines[0]:
             _reply(conn, 400, "Bad Request", body="gtd sandbox: malformed request header\n")
             return None
-        if not self._token_ok(_basic_password(headers)):
+        user, password = _basic_credentials(headers)
+        if not self._token_ok(password):
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
-            verdict = self._authorize_target(conn, target, 443)
+            verdict = self._authorize_target(conn, target, 443, tunnel_for=user)
             if verdict is None:
                 return None
             conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -335,9 +344,10 @@ class FilteringProxy:
         return verdict.sock
 
     def _authorize_target(self, conn: socket.socket, authority: str,
-                          default_port: int) -> Verdict | None:
+                          default_port: int, tunnel_for: str | None = None) -> Verdict | None:
         """The allowing verdict for a request's host[:port], or None once the client
-        was answered: 400 for a malformed authority, the refusal otherwise."""
+        was answered: 400 for a malformed authority, the refusal otherwise. `tunnel_for`: a
+        CONNECT's proxy user; pip's (refusal_tls) is refused inside TLS once the host was refused before."""
         try:
             host, port = split_host_port(authority)
         except ValueError:
@@ -345,6 +355,10 @@ class FilteringProxy:
             return None
         verdict = self.authorize(host, port or default_port)
         if not verdict.ok:
+            if verdict.denied and self.tls_refusals is not None and tunnel_for == _PIP_USER:
+                if verdict.repeat and self.tls_refusals.refuse(conn, normalise_host(host), _refusal_text(authority, verdict)):
+                    return None
+                self.tls_refusals.prepare()  # before the first answer: pip's first retry comes without delay
             _refuse(conn, authority, verdict)
             return None
         return verdict
@@ -417,7 +431,8 @@ def _body_length(headers: list[tuple[str, str]]) -> int | None:
     return int(lengths[0]) if lengths[0].isdigit() and len(lengths[0]) < 16 else None
 
 
-def _basic_password(headers: list[tuple[str, str]]) -> str:
+def _basic_credentials(headers: list[tuple[str, str]]) -> tuple[str, str]:
+    """(user, password) of the Proxy-Authorization header; empty strings when there is none."""
     for key, value in headers:
         if key.lower() == "proxy-authorization":
             scheme, _, cred = value.partition(" ")
@@ -425,21 +440,26 @@ def _basic_password(headers: list[tuple[str, str]]) -> str:
                 import base64  # here: a proxied connection's, not every sandbox start's (~0.5 ms)
 
                 try:
-                    return base64.b64decode(cred.strip()).decode("utf-8", "replace").partition(":")[2]
+                    user, _, password = base64.b64decode(cred.strip()).decode("utf-8", "replace").partition(":")
+                    return user, password
                 except ValueError:
-                    return ""
-    return ""
+                    return "", ""
+    return "", ""
 
 
 def _refuse(conn: socket.socket, target: str, verdict: Verdict) -> None:
     """403 for what the policy refuses (an escalation can change that); for a host that is allowed
     but unreachable, 502 (or 504 when the connection timed out): "cannot reach", never "refused"."""
     if verdict.denied:
-        _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {verdict.reason}\n")
+        _reply(conn, 403, "Forbidden", body=_refusal_text(target, verdict))
     elif "timed out" in verdict.reason:
         _reply(conn, 504, "Gateway Timeout", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
     else:
         _reply(conn, 502, "Bad Gateway", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
+
+
+def _refusal_text(target: str, verdict: Verdict) -> str:
+    return f"gtd sandbox: {target} refused: {verdict.reason}\n"
 
 
 def _reply(conn: socket.socket, code: int, text: str, extra: str = "", body: str = "") -> None:

@@ -111,6 +111,7 @@ class SandboxSession:
         self._spare_cgroup = None  # made by start() for the first command (in self._cgroups already)
         self._bwrap: str | None = None  # bubblewrap's path, found by start() outside the workspace (host_programs)
         self._tools = None  # the person's registry settings, secrets left out (registries.py)
+        self._tls = None  # pip's repeated refusals answered inside TLS (refusal_tls.py), Linux only
         # Whether some command could write into the work tree (a writable directory bound in or around
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
@@ -160,6 +161,9 @@ class SandboxSession:
             from gtd.sandbox.registries import ToolSettings
 
             self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(bind=sys.platform != "darwin")
+            if self._proxy is not None and sys.platform != "darwin":
+                self._tls = self._make_tls_refusals()
+                self._proxy.tls_refusals = self._tls
             self._prepare_paths()
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
@@ -205,6 +209,9 @@ class SandboxSession:
             self._tools.close()
         if self._proxy is not None:
             self._proxy.close()
+        if self._tls is not None:
+            self._tls.close()
+            self._tls = None
         if self._registry is not None:
             self._record_settled(self._registry.exit())
         self._quarantine_planted_git()
@@ -353,6 +360,8 @@ class SandboxSession:
             env.update(self._tools.environment())
         if self._caches is not None:
             env.update(self._caches.environment())
+        if self._tls is not None:
+            env.update(self._tls.environment(env["HTTPS_PROXY"]))
         env.update({k: str(v) for k, v in (extra or {}).items()})
         return env
 
@@ -396,6 +405,24 @@ class SandboxSession:
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
         return FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied,
                               resolver=self._resolver)
+
+    def _own_mounts(self) -> list[str]:
+        """The session's files bound over the policy's: the sanitized tool settings, pip's CA bundle."""
+        return [*(self._tools.bwrap_args() if self._tools else ()), *(self._tls.bwrap_args() if self._tls else ())]
+
+    def _make_tls_refusals(self):
+        """pip's share of the proxy's refusals (refusal_tls), when the host has `openssl` and a CA bundle."""
+        from gtd.host_programs import host_program
+        from gtd.sandbox.refusal_tls import TlsRefusals, pip_trust
+
+        openssl = host_program("openssl", self.untrusted_dirs())
+        trust = pip_trust({**_tls_trust(os.environ, self.policy.deny_read), **self._tools.environment()})
+        if openssl is None or trust is None:
+            return None
+        try:
+            return TlsRefusals(openssl, *trust)
+        except OSError:
+            return None
 
     def _ask(self, host: str, port: int) -> bool:
         return bool(self._decider(NetworkRequest(host, port, self.policy.level)))
@@ -473,7 +500,7 @@ class SandboxSession:
 
             policy = replace(policy, writable=(*policy.writable, *self._caches.writable()))
         launch_args, launch_fds = self._layers.mounts()
-        plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ())])
+        plan = render_mounts(policy, after=[*launch_args, *self._own_mounts()])
         if plan.writes_reach(policy.workspace):
             if policy.git_state is not None and not policy.git_state.walked:
                 plan.close()
@@ -603,7 +630,7 @@ class SandboxSession:
         try:
             launch_args, launch_fds = self._layers.mounts()
             fds += launch_fds
-            plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ())])
+            plan = render_mounts(policy, after=[*launch_args, *self._own_mounts()])
             fds += plan.fds
             args = [self._bwrap, *plan.args, "--", "true"]
             if self._caches is not None:
