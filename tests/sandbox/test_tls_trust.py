@@ -48,6 +48,7 @@ def test_https_clients_inside_trust_the_persons_private_ca(sandbox, repo, privat
     port, ca = private_ca_server
     for var in ("CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"):
         monkeypatch.setenv(var, str(ca))
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)  # it would win over CURL_CA_BUNDLE for pip's requests
     # The test server listens on the host's loopback: the name (and the address it resolves to) are
     # allowed explicitly, and its port is caught for node, which ignores proxy variables.
     config = GtdConfig.model_validate({"sandbox": {
@@ -58,8 +59,12 @@ def test_https_clients_inside_trust_the_persons_private_ca(sandbox, repo, privat
     url = f"https://{HOST}:{port}/"
     node = f"require('https').get('{url}', r => r.on('data', d => process.stdout.write(d))).on('error', e => console.log('ERR', e.code))"
     python = f"import urllib.request; print(urllib.request.urlopen('{url}', timeout=10).read().decode())"
-    r = sh(s, f"curl -sS --max-time 10 {url}; echo; node -e \"{node}\"; echo; python3 -c \"{python}\"", repo)
-    assert r.out.split() == ["TRUSTED-HELLO"] * 3, r.out + r.err
+    # pip's requests reads CURL_CA_BUNDLE (set here) over PIP_CERT: gtd points both at its copy of the person's
+    # bundle with its own refusal CA added (gtd.sandbox.refusal_tls), which must still trust the person's CA.
+    pip = f"from pip._vendor import requests; print(requests.get('{url}', timeout=10).text)"
+    r = sh(s, f"curl -sS --max-time 10 {url}; echo; node -e \"{node}\"; echo; python3 -c \"{python}\"; "
+              f"python3 -c \"{pip}\"; echo $CURL_CA_BUNDLE", repo)
+    assert r.out.split() == ["TRUSTED-HELLO"] * 4 + ["/tmp/.gtd/tls/bundle.pem"], r.out + r.err
 
 
 def test_only_readable_bundles_and_no_hidden_paths_pass(tmp_path):
