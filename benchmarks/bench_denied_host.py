@@ -7,7 +7,7 @@ refused ("not approved"), as `gtd sandbox run` without a terminal refuses it. Ea
 - `refused, before`: the same with `--extra-index-url https://pypi.denied.test/simple/`, every refusal
   answered as before this change (a CONNECT `403 Forbidden`: pip retries it 5 times with 0.5-4 s sleeps);
 - `refused, after`: the same, with today's answer to a host refused before in the run (an HTTP 403
-  inside TLS, gtd.sandbox.refusal_tls): pip's first retry gets it and pip moves on.
+  inside TLS, gtd.sandbox.network.refusal_tls): pip's first retry gets it and pip moves on.
 
 "before" is today's proxy with its TLS answer switched off for that session (the proxy's `tls_refusals`
 set to None, as it is on a host without `openssl`): the same code path the old proxy took. Each session
@@ -42,7 +42,7 @@ def main() -> None:
     from registries import LocalRegistry  # tests/workloads: a loopback simple index
 
     from gtd.config.schema import GtdConfig, Level
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     tmp = temp_dir("gtd-bench-denied-")

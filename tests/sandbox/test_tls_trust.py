@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.session import _tls_trust
+from gtd.sandbox.policy.sandbox_policy.command_env import tls_trust as _tls_trust
 
 from sandbox_support import requires_bwrap, sh
 from support import serving
@@ -60,7 +60,7 @@ def test_https_clients_inside_trust_the_persons_private_ca(sandbox, repo, privat
     node = f"require('https').get('{url}', r => r.on('data', d => process.stdout.write(d))).on('error', e => console.log('ERR', e.code))"
     python = f"import urllib.request; print(urllib.request.urlopen('{url}', timeout=10).read().decode())"
     # pip's requests reads CURL_CA_BUNDLE (set here) over PIP_CERT: gtd points both at its copy of the person's
-    # bundle with its own refusal CA added (gtd.sandbox.refusal_tls), which must still trust the person's CA.
+    # bundle with its own refusal CA added (gtd.sandbox.network.refusal_tls), which must still trust the person's CA.
     pip = f"from pip._vendor import requests; print(requests.get('{url}', timeout=10).text)"
     r = sh(s, f"curl -sS --max-time 10 {url}; echo; node -e \"{node}\"; echo; python3 -c \"{python}\"; "
               f"python3 -c \"{pip}\"; echo $CURL_CA_BUNDLE", repo)

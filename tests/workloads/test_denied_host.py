@@ -1,7 +1,7 @@
 """A host refused in this run is answered so the client gives up at once, and the screen says it once.
 
 pip retries every failed attempt to reach a server (a CONNECT answered 403 too) 5 times with 0.5, 1, 2
-and 4 s between them: at least 7.5 s per URL. gtd answers pip's repeats inside TLS (gtd.sandbox.refusal_tls)
+and 4 s between them: at least 7.5 s per URL. gtd answers pip's repeats inside TLS (gtd.sandbox.network.refusal_tls)
 so pip's first retry already gets an HTTP 403 and stops. npm, curl and git stop at the plain CONNECT 403;
 they keep it (npm retries a certificate it does not trust for over a minute).
 Real `gtd sandbox run`, real pip and npm, a local registry for what is allowed, a name no rule allows.
