@@ -77,7 +77,7 @@ def _first_cgroup_ready(loaded) -> None:
     """The first command's cgroup made and its move primed before the policy is built (limits.make_ready)."""
     from gtd.config.view import ConfigView
     from gtd.sandbox.linux.limits import make_ready
-    from gtd.sandbox.policy.sandbox_policy.resource_limits import ResourceLimits
+    from gtd.sandbox.policy.resource_limits import ResourceLimits
 
     try:
         limits = ResourceLimits.from_config(ConfigView(loaded.values).sandbox.limits)

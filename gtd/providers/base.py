@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gtd.config.levels import Phase
 from gtd.record import field, record
-from gtd.sandbox.policy.sandbox_policy.needs import SandboxNeeds  # noqa: F401 - each provider builds its own
+from gtd.sandbox.policy.needs import SandboxNeeds  # noqa: F401 - each provider builds its own
 from gtd.which import which
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)

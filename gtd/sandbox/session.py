@@ -18,7 +18,7 @@ from gtd.errors import SandboxUnavailable  # noqa: F401 - callers catch it from 
 from gtd.sandbox.backend import DOCTOR_HINT  # noqa: F401 - re-exported
 from gtd.sandbox.command_signals import CtrlCPassedOn, kill_group
 from gtd.sandbox.events import NetworkRequest, Violation
-from gtd.sandbox.policy.sandbox_policy.command_env import BASE_ENV_KEYS, NO_PROXY, PROXY_VARS, tls_trust
+from gtd.sandbox.policy.command_env import BASE_ENV_KEYS, NO_PROXY, PROXY_VARS, tls_trust
 from gtd.sandbox.policy.containment import inside, strictly_inside
 from gtd.sandbox.policy.sandbox_policy import PHASE_FILES, SandboxPolicy
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gtd.record import field, record
 from gtd.sandbox.linux.limits import CgroupLimit, cgroup_support, launcher_args
-from gtd.sandbox.policy.sandbox_policy.resource_limits import ResourceLimits
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
 LAUNCHER = Path(__file__).with_name("launch.py")
 # Private to each sandbox (bwrap's own tmpfs, device dir and procfs): always writable. /proc's magic

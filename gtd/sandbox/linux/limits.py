@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from gtd.config.memory_size import human
-from gtd.sandbox.policy.sandbox_policy.resource_limits import ResourceLimits
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
 _counter = itertools.count()
 

@@ -22,10 +22,10 @@ from gtd.sandbox.policy.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.policy.containment import inside
 from gtd.sandbox.policy.credential_files import CredentialFile, RefusedCredential, resolve_credential_files
 from gtd.sandbox.policy.domains import parse_rule
-from gtd.sandbox.policy.sandbox_policy.needs import SandboxNeeds
+from gtd.sandbox.policy.needs import SandboxNeeds
 from gtd.sandbox.policy.protected import home_protected_paths, repo_protected_paths
 from gtd.sandbox.policy.registries import Registry, user_registries
-from gtd.sandbox.policy.sandbox_policy.resource_limits import ResourceLimits
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
