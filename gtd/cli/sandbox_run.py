@@ -190,8 +190,10 @@ def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None
     from gtd.sandbox.diagnose.violations import refused_writes
     from gtd.sandbox.session import Violation
 
+    seen = {v.target for v in session.violations if v.kind == "write"}  # the write watch's (linux/write_watch.py)
     for _, target, reason in refused_writes(stderr_text, policy, cwd):  # whatever the exit status
-        session.record_violation(Violation.now("write", target, policy.level, reason))
+        if target not in seen:
+            session.record_violation(Violation.now("write", target, policy.level, reason))
 
 
 def _escalator(policy, phase: Phase | None, non_interactive: bool):

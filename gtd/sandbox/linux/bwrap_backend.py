@@ -41,6 +41,7 @@ class BwrapBackend(Backend):
         self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
         self._init_pids: dict[int, int] = {}  # bwrap's pid -> its namespace init's pid (as the host sees it)
         self.tls = None  # pip's repeated refusals answered inside TLS (network/refusal_tls.py)
+        self._watches: list = []  # each command's write watch (linux/write_watch.py)
 
     def start(self) -> None:
         s = self.session
@@ -102,6 +103,30 @@ class BwrapBackend(Backend):
         except OSError:
             return None
 
+    def _write_watch(self, policy):
+        """A write watch for one command (write_watch.py), or None where seccomp cannot notify."""
+        s = self.session
+        try:
+            from gtd.sandbox.linux.write_watch import WriteWatch
+        except ImportError:
+            return None
+
+        def decide(path: str) -> str | None:
+            from gtd.sandbox.diagnose.why import why_path
+
+            verdict = why_path(policy, Path(path))
+            return None if verdict.allowed else verdict.reason
+
+        def refused(path: str, reason: str) -> None:
+            s.record_violation(Violation.now("write", path, policy.level, reason))
+
+        try:
+            watch = WriteWatch(decide, refused)
+        except (OSError, ImportError, AttributeError, RuntimeError, ValueError):
+            return None
+        self._watches.append(watch)
+        return watch
+
     def own_mounts(self) -> list[str]:
         """The session's files bound over the policy's: the sanitized tool settings, pip's CA bundle."""
         s = self.session
@@ -121,6 +146,9 @@ class BwrapBackend(Backend):
             cgroup.remove()
         self._cgroups.clear()
         self._spare_cgroup = None
+        for watch in self._watches:
+            watch.close()
+        self._watches.clear()
         if self.tls is not None:
             self.tls.close()
             self.tls = None
@@ -201,6 +229,14 @@ class BwrapBackend(Backend):
             "--block-fd", str(block_r),
             "--", *self.layers.prefix(policy, plan.args), *argv,
         ]
+        watch = self._write_watch(policy)
+        if watch is not None:
+            prefix = self.layers.prefix(policy, plan.args, watch=watch.launcher_args())
+            if watch.launcher_args()[0] in prefix:
+                args[args.index("--") + 1:] = [*prefix, *argv]
+            else:
+                watch.close()
+                watch = None
         with s._lock:  # one command takes the spare cgroup, even when two start at once
             cgroup, self._spare_cgroup = self._spare_cgroup, None
         if cgroup is None:
@@ -213,7 +249,8 @@ class BwrapBackend(Backend):
         try:
             proc = subprocess.Popen(
                 args, env=with_shim(s.environment(env), in_step=s._in_step), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
-                pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds), start_new_session=True,
+                pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds, *(watch.fds if watch else ())),
+                start_new_session=True,
             )
         except BaseException:
             os.close(info_r)
@@ -224,6 +261,8 @@ class BwrapBackend(Backend):
             for fd in (info_w, block_r, seccomp_r, *launch_fds):
                 os.close(fd)
             plan.close()
+            if watch is not None:
+                watch.started()
         relay.started()
         s._relays.append(relay)
 

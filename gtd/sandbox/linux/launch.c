@@ -1,10 +1,13 @@
 /* gtd's sandbox launcher, native: the same contract as launch.py (its docstring says why each
  * layer is applied here), without starting a second Python interpreter per sandboxed command.
  *
- *     launch [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] -- CMD ARG...
+ *     launch [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
+ *            [--watch-socket FD --watch-filter FD] -- CMD ARG...
  *
  * Sets RLIMIT_NPROC / RLIMIT_DATA, restricts writes with Landlock to beneath the --write paths
- * (plus the standard streams that are terminals), sets no_new_privs, then execs CMD. The rights
+ * (plus the standard streams that are terminals), sets no_new_privs, installs the write watch's
+ * notifying seccomp filter read from --watch-filter and sends its listener to gtd over --watch-socket
+ * (write_watch.py; a failure there only leaves writes unwatched), then execs CMD. The rights
  * per ABI and per file type are those of landlock.py. Failing to apply a layer that was asked for
  * exits 126: the sandbox fails closed. Built by gtd/sandbox/linux/nativelaunch.py; launch.py stays the
  * fallback where no C compiler is there. */
@@ -17,6 +20,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -105,8 +111,36 @@ static int limit(int resource, unsigned long long value) {
     return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
 }
 
+/* Install the notifying filter and hand its listener to gtd; the command never holds either descriptor. */
+static void watch_writes(int sock, int filter) {
+    static struct sock_filter program[BPF_MAXINSNS];
+    size_t size = 0;
+    ssize_t n;
+    while (size < sizeof program && (n = read(filter, (char *)program + size, sizeof program - size)) > 0)
+        size += (size_t)n;
+    close(filter);
+    struct sock_fprog prog = {(unsigned short)(size / sizeof program[0]), program};
+    int listener = -1;
+    if (size > 0 && size % sizeof program[0] == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
+        listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    if (listener >= 0) {
+        char byte = 0, control[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = {&byte, 1};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+        memset(control, 0, sizeof control);
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cmsg), &listener, sizeof(int));
+        sendmsg(sock, &msg, MSG_NOSIGNAL);
+        close(listener);
+    }
+    close(sock);
+}
+
 int main(int argc, char **argv) {
-    unsigned long long abi = 0, nproc = 0, data = 0;
+    unsigned long long abi = 0, nproc = 0, data = 0, watch_socket = 0, watch_filter = 0;
     char **paths = calloc((size_t)argc, sizeof *paths);
     int count = 0, i = 1;
     if (paths == NULL) return FAILED;
@@ -115,6 +149,8 @@ int main(int argc, char **argv) {
         unsigned long long *target = strcmp(key, "--landlock") == 0 ? &abi
                                      : strcmp(key, "--nproc") == 0  ? &nproc
                                      : strcmp(key, "--data") == 0   ? &data
+                                     : strcmp(key, "--watch-socket") == 0 ? &watch_socket
+                                     : strcmp(key, "--watch-filter") == 0 ? &watch_filter
                                                                     : NULL;
         if (value != NULL && strcmp(key, "--write") == 0) {
             paths[count++] = argv[i + 1];
@@ -131,6 +167,7 @@ int main(int argc, char **argv) {
     if (nproc && limit(RLIMIT_NPROC, nproc)) return FAILED;
     if (data && limit(RLIMIT_DATA, data)) return FAILED;
     if (abi && restrict_writes(paths, count, abi)) return FAILED;
+    if (watch_socket && watch_filter) watch_writes((int)watch_socket, (int)watch_filter);
     execvp(command[0], command);
     int err = errno;
     fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));

@@ -1,7 +1,8 @@
 """The launcher bubblewrap executes inside the sandbox: apply the kernel layers that must be set up
 from inside, then exec the command (same pid, same environment).
 
-    python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] -- CMD ARG...
+    python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
+                           [--watch-socket FD --watch-filter FD] -- CMD ARG...
 
 - Landlock (sandbox/linux/landlock.py): only after bubblewrap has mounted everything, since a restricted
   process may not mount. The terminal the command inherited (if any) stays writable through
@@ -12,6 +13,9 @@ from inside, then exec the command (same pid, same environment).
 - RLIMIT_DATA, when no cgroup bounds memory: per process. RLIMIT_AS would break runtimes that
   reserve large address ranges up front (Node, the JVM, Go); RLIMIT_DATA counts only writable
   private memory.
+
+- The write watch (sandbox/linux/write_watch.py): a notifying seccomp filter, installed last, its listener
+  sent to gtd; the command never holds it. Reporting only: failing to install it is not fatal.
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -26,7 +30,7 @@ FAILED = 126
 
 
 def _parse(argv):
-    opts = {"write": [], "landlock": 0, "nproc": 0, "data": 0}
+    opts = {"write": [], "landlock": 0, "nproc": 0, "data": 0, "watch-socket": 0, "watch-filter": 0}
     i = 0
     while i < len(argv) and argv[i] != "--":
         key = argv[i][2:]
@@ -42,6 +46,31 @@ def _parse(argv):
 def _terminals():
     """The inherited standard streams that are terminals, as paths Landlock can hold a rule for."""
     return [f"/proc/self/fd/{fd}" for fd in (0, 1, 2) if os.isatty(fd)]
+
+
+def _watch_writes(sock, filter_fd):
+    """Install the notifying filter read from `filter_fd` and send its listener over `sock` (launch.c's)."""
+    import ctypes
+    import socket
+
+    with os.fdopen(filter_fd, "rb") as f:
+        program = f.read()
+    listener = -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if program and len(program) % 8 == 0 and libc.prctl(38, 1, 0, 0, 0) == 0:  # PR_SET_NO_NEW_PRIVS
+
+        class Prog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+        prog = Prog(len(program) // 8, program)
+        listener = libc.syscall(317 if os.uname().machine == "x86_64" else 277, 1, 8, ctypes.byref(prog))  # seccomp(SET_MODE_FILTER, NEW_LISTENER)
+    with socket.socket(fileno=sock) as s:
+        if listener >= 0:
+            try:
+                socket.send_fds(s, [b"\0"], [listener])
+            except OSError:
+                pass
+            os.close(listener)
 
 
 def main(argv):
@@ -63,6 +92,11 @@ def main(argv):
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")
         return FAILED
+    if opts["watch-socket"] and opts["watch-filter"]:
+        try:
+            _watch_writes(opts["watch-socket"], opts["watch-filter"])
+        except (OSError, ValueError):
+            pass
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -1,0 +1,232 @@
+"""Refused writes seen from the sandbox itself, whatever the command prints or its exit status.
+
+A command that hides its error (`touch ~/.x 2>/dev/null`, a program that catches it) leaves nothing for the
+text detection (diagnose/violations.py). The launcher inside installs a seccomp filter that notifies on
+write-like calls (opening for writing, creating, removing, renaming, linking) and hands its listener to
+this module over a Unix socket; the command never holds it. Seccomp user notification is the one kernel
+mechanism that works for an unprivileged user (docs/refusal-detection.md). For each call gtd reads the
+path from the process's memory, lets the call go on at once (`FLAG_CONTINUE`: the kernel's mounts and
+Landlock still decide), then reports it when the policy refuses the path and the sandbox's view of it lies
+on a read-only mount (where the kernel answers EROFS), looked at with `openat2(RESOLVE_IN_ROOT)` under the
+process's own root, so a symlink inside never leads gtd to a host path. Reporting only: a failure here
+never stops a command.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import functools
+import os
+import select
+import socket
+import struct
+import threading
+
+from gtd.background import Background
+
+RECV, SEND, ID_VALID = 0xC0502100, 0xC0182101, 0x40082102  # SECCOMP_IOCTL_NOTIF_*, x86_64 and arm64 alike
+FLAG_CONTINUE = 1
+AT_FDCWD = -100
+WRITE_BITS = (os.O_WRONLY, os.O_RDWR, os.O_TRUNC)  # an open that may write (O_CREAT alone does not)
+# name -> (the (dirfd arg or None, path arg) of each path it writes, the open flags' arg or None)
+WATCHED = {
+    "open": ([(None, 0)], 1), "openat": ([(0, 1)], 2), "creat": ([(None, 0)], None),
+    "mkdir": ([(None, 0)], None), "mkdirat": ([(0, 1)], None), "rmdir": ([(None, 0)], None),
+    "unlink": ([(None, 0)], None), "unlinkat": ([(0, 1)], None),
+    "rename": ([(None, 0), (None, 1)], None), "renameat": ([(0, 1), (2, 3)], None),
+    "renameat2": ([(0, 1), (2, 3)], None), "link": ([(None, 1)], None), "linkat": ([(2, 3)], None),
+    "symlink": ([(None, 1)], None), "symlinkat": ([(1, 2)], None), "mknod": ([(None, 0)], None),
+    "mknodat": ([(0, 1)], None), "truncate": ([(None, 0)], None), "utimensat": ([(0, 1)], None),
+}
+SYS_OPENAT2 = 437
+RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
+ST_RDONLY = 1
+
+
+@functools.lru_cache(maxsize=1)
+def program() -> tuple[bytes, dict[int, str]]:
+    """The notifying filter as BPF bytes, and the watched calls by number (native architecture)."""
+    import pyseccomp as sc
+
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    numbers = {}
+    for name, (_, flags_arg) in WATCHED.items():
+        try:
+            numbers[sc.resolve_syscall(sc.Arch.NATIVE, name)] = name
+            if flags_arg is None:
+                f.add_rule(sc.NOTIFY, name)
+            for bit in WRITE_BITS if flags_arg is not None else ():
+                f.add_rule(sc.NOTIFY, name, sc.Arg(flags_arg, sc.MASKED_EQ, bit, bit))
+        except (OSError, ValueError, RuntimeError):  # not a call on this architecture (open, creat on arm64)
+            continue
+    with os.fdopen(os.memfd_create("gtd-write-watch"), "w+b") as out:
+        f.export_bpf(out)
+        out.seek(0)
+        return out.read(), {k: v for k, v in numbers.items() if isinstance(k, int) and k >= 0}
+
+
+class WriteWatch:
+    """One per sandboxed command: `fds` go to bwrap (pass_fds), `launcher_args` to the launcher; `start()`
+    once the command runs; `refused(path, reason)` is called for each refused write, once per path."""
+
+    def __init__(self, decide, on_refused):
+        self._decide = decide  # sandbox path -> the policy's reason to refuse it, or None
+        self._on_refused = on_refused
+        bpf, self._names = program()
+        self._mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._theirs = theirs
+        self._program = os.memfd_create("gtd-write-watch")
+        os.write(self._program, bpf)
+        os.lseek(self._program, 0, os.SEEK_SET)
+        self.fds = (theirs.fileno(), self._program)
+        self._stop = threading.Event()
+        self._said: set[str] = set()
+        self._thread = None
+
+    def launcher_args(self) -> list[str]:
+        return ["--watch-socket", str(self.fds[0]), "--watch-filter", str(self.fds[1])]
+
+    def started(self) -> None:
+        """bwrap has the child's ends: close ours of them, and serve the listener the launcher sends."""
+        self._theirs.close()
+        os.close(self._program)
+        self._thread = Background(self._serve, on_error=Background.report)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None and not self._thread.running_here():
+            self._thread.join(2)
+        self._mine.close()
+
+    def _serve(self) -> None:
+        self._mine.settimeout(30)
+        try:
+            _, fds, _, _ = socket.recv_fds(self._mine, 1, 1)
+        except OSError:
+            return
+        if not fds:
+            return  # the launcher could not install the filter: nothing to watch
+        listener = fds[0]
+        try:
+            poller = select.poll()
+            poller.register(listener, select.POLLIN)
+            while not self._stop.is_set():
+                events = poller.poll(200)
+                if any(mask & (select.POLLHUP | select.POLLERR) for _, mask in events) and \
+                        not any(mask & select.POLLIN for _, mask in events):
+                    return  # every process under the filter is gone
+                if events:
+                    self._one(listener)
+        finally:
+            os.close(listener)
+
+    def _one(self, listener: int) -> None:
+        buf = bytearray(80)  # struct seccomp_notif, zeroed as the kernel requires
+        try:
+            fcntl.ioctl(listener, RECV, buf, True)
+        except OSError:
+            return
+        nid, pid, _, nr = struct.unpack_from("=QIIi", buf)
+        args = struct.unpack_from("=6Q", buf, 32)
+        paths, root = [], None
+        name = self._names.get(nr)
+        if name is not None:
+            paths = [p for p in _paths(pid, name, args) if p not in self._said]
+        if paths:
+            try:  # held from now on: the process may be gone once its call has failed
+                root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                paths = []
+        try:
+            fcntl.ioctl(listener, ID_VALID, struct.pack("=Q", nid))  # what was read was still that call's
+        except OSError:
+            paths = []
+        try:
+            fcntl.ioctl(listener, SEND, struct.pack("=QqiI", nid, 0, 0, FLAG_CONTINUE))
+        except OSError:
+            pass
+        try:
+            for path in paths:
+                reason = self._decide(path)
+                if reason is not None and path not in self._said and _read_only_in(root, path):
+                    self._said.add(path)
+                    self._on_refused(path, reason)
+        finally:
+            if root is not None:
+                os.close(root)
+
+
+def _paths(pid: int, name: str, args) -> list[str]:
+    """The absolute paths (as the sandbox sees them) the call would write; [] when it would not write."""
+    spec, flags_arg = WATCHED[name]
+    if flags_arg is not None and not any(args[flags_arg] & bit for bit in WRITE_BITS):
+        return []
+    out = []
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            for dir_arg, path_arg in spec:
+                if args[path_arg] == 0:
+                    continue  # utimensat(fd, NULL, ...): the descriptor itself
+                raw = _string(mem, args[path_arg])
+                if not raw:
+                    continue
+                path = os.fsdecode(raw)
+                if not path.startswith("/"):
+                    dirfd = ctypes.c_int32(args[dir_arg] & 0xFFFFFFFF).value if dir_arg is not None else AT_FDCWD
+                    base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}")
+                    path = os.path.join(base, path)
+                out.append(os.path.normpath(path))
+    except (OSError, ValueError):
+        return []
+    return out
+
+
+def _string(mem, address: int) -> bytes:
+    data = b""
+    while b"\0" not in data and len(data) < 4096:
+        mem.seek(address + len(data))
+        chunk = mem.read(256 - (address + len(data)) % 256)  # never across a page the string does not reach
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\0", 1)[0]
+
+
+def _read_only_in(root: int, path: str) -> bool:
+    """Whether `path`'s nearest existing ancestor, as the process whose root is `root` sees it, is on a
+    read-only mount: resolved beneath that root (openat2 RESOLVE_IN_ROOT), never on the host's."""
+    parts = path.strip("/").split("/")
+    for end in range(len(parts), -1, -1):
+        fd = _openat2(root, "/".join(parts[:end]) or ".")
+        if fd is None:
+            continue
+        try:
+            return bool(os.fstatvfs(fd).f_flag & ST_RDONLY) and not _special(fd)
+        finally:
+            os.close(fd)
+    return False
+
+
+def _special(fd: int) -> bool:
+    """A device, FIFO or socket: writable on a read-only mount (/dev/null)."""
+    import stat
+
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _openat2(dirfd: int, path: str) -> int | None:
+    """An O_PATH descriptor of `path` beneath `dirfd` taken as the root, or None (missing, or not reachable)."""
+    how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+    fd = _libc().syscall(SYS_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    return fd if fd >= 0 else None
