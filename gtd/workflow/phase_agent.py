@@ -166,7 +166,7 @@ class PhaseAgent:
                 prompt = self.fresh_prompt or prompt
                 continue
             self._resuming_stopped = False
-            requests = self._write_requests(policy, denied)
+            requests = self._write_requests(policy, denied, _watched(session))
             self._stop_if_headless_denied()
             if not requests:
                 if not result.ok:
@@ -190,14 +190,17 @@ class PhaseAgent:
         except Exception as exc:  # noqa: BLE001 - a git hiccup must not stop the agent; the person hears it
             self.ctx.progress.warn(f"could not record the agent's work tree: {exc}")
 
-    def _record_refused_writes(self, output: str, policy: SandboxPolicy) -> None:
+    def _record_refused_writes(self, output: str, policy: SandboxPolicy, watched: set[str] = frozenset()) -> None:
         """Writes the test command's output reports refused that the policy refuses: shown and audited,
-        whatever its exit status (a test run that swallows an EROFS still passes)."""
+        whatever its exit status (a test run that swallows an EROFS still passes). `watched`: the ones the
+        sandbox's write watch already recorded (linux/write_watch.py)."""
         if not mentions_refusal(output):
             return
         from gtd.sandbox.diagnose.violations import refused_writes
 
         for _, target, reason in refused_writes(output, policy, self.ctx.repo):
+            if target in watched:
+                continue
             self._record_violation(Violation(kind="write", target=target, level=policy.level, time=_now(),
                                              detail=reason))
 
@@ -218,10 +221,12 @@ class PhaseAgent:
                                "committed: the agent's changes are left in the work tree and the next run carries "
                                "them on")
 
-    def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]]) -> list[EscalationRequest]:
+    def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]],
+                        watched: set[str] = frozenset()) -> list[EscalationRequest]:
         """Denied writes: protected paths are only violations (never grantable); others become requests.
         Each path is resolved first (workspace_files.resolve_write_target): a path that leaves the
-        workspace through `..` or goes through a symlink inside it is refused, never asked about."""
+        workspace through `..` or goes through a symlink inside it is refused, never asked about.
+        `watched`: writes the sandbox's write watch already recorded (not recorded twice)."""
         requests, seen = [], set()
         for raw_path, call, error in denied:
             try:
@@ -237,8 +242,9 @@ class PhaseAgent:
                 continue
             seen.add(path)
             protected = any(path == p or p in path.parents for p in policy.protected)
-            self._record_violation(Violation(kind="write", target=str(path), level=policy.level,
-                                             time=_now(), detail="protected path" if protected else ""))
+            if str(path) not in watched:
+                self._record_violation(Violation(kind="write", target=str(path), level=policy.level,
+                                                 time=_now(), detail="protected path" if protected else ""))
             if protected:
                 continue
             if not _creates_directory(path, raw_path, call, error, self.ctx.repo):
@@ -315,7 +321,7 @@ class PhaseAgent:
                 self.ctx.progress.running_command(None)
                 self.record_work()  # the agent's tests may write files too: they are part of its step
             output = _text(done.stdout)
-            self._record_refused_writes(output, policy)
+            self._record_refused_writes(output, policy, _watched(session))
             if done.returncode is None:
                 return TestRun(False, output + f"\n[gtd] test command timed out after "
                                                f"{self.ctx.config.test_timeout_seconds}s (raise testTimeoutSeconds if "
@@ -441,6 +447,11 @@ def _now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _watched(session) -> set[str]:
+    """The writes a session's write watch recorded (gtd.sandbox.linux.write_watch)."""
+    return {v.target for v in session.violations if v.kind == "write"}
 
 
 def _call_reason(call: AgentEvent) -> str:

@@ -5,11 +5,12 @@ text detection (diagnose/violations.py). The launcher inside installs a seccomp 
 write-like calls (opening for writing, creating, removing, renaming, linking) and hands its listener to
 this module over a Unix socket; the command never holds it. Seccomp user notification is the one kernel
 mechanism that works for an unprivileged user (docs/refusal-detection.md). For each call gtd reads the
-path from the process's memory, lets the call go on at once (`FLAG_CONTINUE`: the kernel's mounts and
-Landlock still decide), then reports it when the policy refuses the path and the sandbox's view of it lies
-on a read-only mount (where the kernel answers EROFS), looked at with `openat2(RESOLVE_IN_ROOT)` under the
-process's own root, so a symlink inside never leads gtd to a host path. Reporting only: a failure here
-never stops a command.
+path from the process's memory and records a refusal when the sandbox's view of the path lies on a
+read-only mount (where the kernel answers EROFS; looked at with `openat2(RESOLVE_IN_ROOT)` under the
+process's own root, so a symlink inside never leads gtd to a host path) and the policy refuses it; then it
+lets the call go on (`FLAG_CONTINUE`: the kernel's mounts and Landlock decide, as without the watch).
+Recording first means a refusal is known by the time the command sees it. Reporting only: a failure here
+never stops a command, and a write Landlock alone refuses (EACCES on a writable mount) is not seen.
 """
 
 from __future__ import annotations
@@ -129,32 +130,38 @@ class WriteWatch:
             return
         nid, pid, _, nr = struct.unpack_from("=QIIi", buf)
         args = struct.unpack_from("=6Q", buf, 32)
-        paths, root = [], None
         name = self._names.get(nr)
-        if name is not None:
-            paths = [p for p in _paths(pid, name, args) if p not in self._said]
-        if paths:
-            try:  # held from now on: the process may be gone once its call has failed
-                root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-            except OSError:
-                paths = []
+        refused = []
         try:
+            if name is not None:
+                refused = self._refused(pid, _paths(pid, name, args))
             fcntl.ioctl(listener, ID_VALID, struct.pack("=Q", nid))  # what was read was still that call's
         except OSError:
-            paths = []
+            refused = []
+        for path, reason in refused:  # recorded before the call goes on: the command sees its refusal after
+            self._said.add(path)
+            self._on_refused(path, reason)
         try:
             fcntl.ioctl(listener, SEND, struct.pack("=QqiI", nid, 0, 0, FLAG_CONTINUE))
         except OSError:
             pass
+
+    def _refused(self, pid: int, paths: list[str]) -> list[tuple[str, str]]:
+        """(path, the policy's reason) for each path the kernel will refuse: its nearest existing ancestor,
+        as the process sees it, is on a read-only mount (checked first: cheap, and false for almost every
+        write that succeeds), and the policy refuses it."""
+        paths = [p for p in paths if p not in self._said]
+        if not paths:
+            return []
+        root = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
+            out = []
             for path in paths:
-                reason = self._decide(path)
-                if reason is not None and path not in self._said and _read_only_in(root, path):
-                    self._said.add(path)
-                    self._on_refused(path, reason)
+                if _read_only_in(root, path) and (reason := self._decide(path)) is not None:
+                    out.append((path, reason))
+            return out
         finally:
-            if root is not None:
-                os.close(root)
+            os.close(root)
 
 
 def _paths(pid: int, name: str, args) -> list[str]:
