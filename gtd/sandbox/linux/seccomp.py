@@ -160,6 +160,13 @@ def cached_filter() -> bytes:
     Loading libseccomp through ctypes costs more than the rest of a sandbox start, while the program
     (about 1 KB) is fixed by this module's rules, the bindings' code and the CPU architecture: those
     key the cache, so a change to any of them compiles afresh. A damaged entry is compiled again."""
+    return cached_program(__file__, compile_filter, valid=lambda program: len(program) % 8 == 0)
+
+
+def cached_program(source: str, compile, valid) -> bytes:
+    """`compile()`'s bytes, remembered in gtd's state directory keyed by `source` (the module that holds
+    the rules), the bindings' code and the CPU architecture (cached_filter's reasons); `valid` checks
+    a remembered entry."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -167,7 +174,7 @@ def cached_filter() -> bytes:
     from gtd.digest import sha256
     from gtd.paths import user_state_dir
 
-    key = sha256(Path(__file__).read_bytes())
+    key = sha256(Path(source).read_bytes())
     spec = importlib.util.find_spec("pyseccomp")
     if spec is not None and spec.origin:
         key.update(Path(spec.origin).read_bytes())
@@ -175,11 +182,11 @@ def cached_filter() -> bytes:
     path = user_state_dir() / "cache" / "seccomp" / f"{key.hexdigest()}.bpf"
     try:
         program = path.read_bytes()
-        if program and len(program) % 8 == 0:  # whole `struct sock_filter` entries
+        if program and valid(program):  # e.g. whole `struct sock_filter` entries
             return program
     except OSError:
         pass
-    program = compile_filter()
+    program = compile()
     import tempfile  # here: a cached filter (every start but the first) writes nothing
 
     try:

@@ -15,7 +15,6 @@ never stops a command, and a write Landlock alone refuses (EACCES on a writable 
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import functools
 import os
@@ -47,24 +46,38 @@ ST_RDONLY = 1
 
 @functools.lru_cache(maxsize=1)
 def program() -> tuple[bytes, dict[int, str]]:
-    """The notifying filter as BPF bytes, and the watched calls by number (native architecture)."""
+    """The notifying filter as BPF bytes, and the watched calls by number (native architecture); compiled
+    once and remembered as seccomp.py's own filter is (libseccomp costs more than a sandbox start)."""
+    from gtd.sandbox.linux.seccomp import cached_program
+
+    blob = cached_program(__file__, _compile, valid=lambda b: b"\n" in b and len(b.partition(b"\n")[2]) % 8 == 0)
+    names, _, bpf = blob.partition(b"\n")
+    numbers = {int(nr): name for nr, _, name in (item.partition(":") for item in names.decode().split(",") if item)}
+    return bpf, numbers
+
+
+def _compile() -> bytes:
+    """`nr:name,...` of the watched calls, a newline, then the BPF program."""
     import pyseccomp as sc
 
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     numbers = {}
     for name, (_, flags_arg) in WATCHED.items():
         try:
-            numbers[sc.resolve_syscall(sc.Arch.NATIVE, name)] = name
+            nr = sc.resolve_syscall(sc.Arch.NATIVE, name)
             if flags_arg is None:
                 f.add_rule(sc.NOTIFY, name)
             for bit in WRITE_BITS if flags_arg is not None else ():
                 f.add_rule(sc.NOTIFY, name, sc.Arg(flags_arg, sc.MASKED_EQ, bit, bit))
         except (OSError, ValueError, RuntimeError):  # not a call on this architecture (open, creat on arm64)
             continue
+        if isinstance(nr, int) and nr >= 0:
+            numbers[nr] = name
     with os.fdopen(os.memfd_create("gtd-write-watch"), "w+b") as out:
         f.export_bpf(out)
         out.seek(0)
-        return out.read(), {k: v for k, v in numbers.items() if isinstance(k, int) and k >= 0}
+        bpf = out.read()
+    return ",".join(f"{nr}:{name}" for nr, name in numbers.items()).encode() + b"\n" + bpf
 
 
 class WriteWatch:
@@ -180,7 +193,7 @@ def _paths(pid: int, name: str, args) -> list[str]:
                     continue
                 path = os.fsdecode(raw)
                 if not path.startswith("/"):
-                    dirfd = ctypes.c_int32(args[dir_arg] & 0xFFFFFFFF).value if dir_arg is not None else AT_FDCWD
+                    dirfd = _int32(args[dir_arg]) if dir_arg is not None else AT_FDCWD
                     base = os.readlink(f"/proc/{pid}/cwd" if dirfd == AT_FDCWD else f"/proc/{pid}/fd/{dirfd}")
                     path = os.path.join(base, path)
                 out.append(os.path.normpath(path))
@@ -223,17 +236,22 @@ def _special(fd: int) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 @functools.lru_cache(maxsize=1)
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+def _openat2_call():
+    """libc's syscall() and the `struct open_how` for openat2 (ctypes: loaded at the first refusal only)."""
+    import ctypes
+
+    how = (ctypes.c_uint64 * 3)(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+    return ctypes.CDLL(None, use_errno=True).syscall, ctypes.byref(how), ctypes.sizeof(how)
 
 
 def _openat2(dirfd: int, path: str) -> int | None:
     """An O_PATH descriptor of `path` beneath `dirfd` taken as the root, or None (missing, or not reachable)."""
-    how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
-    fd = _libc().syscall(SYS_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    syscall, how, size = _openat2_call()
+    fd = syscall(SYS_OPENAT2, dirfd, os.fsencode(path), how, size)
     return fd if fd >= 0 else None
