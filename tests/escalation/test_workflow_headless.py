@@ -165,6 +165,22 @@ def test_refused_writes_of_a_tool_call_that_exits_0_are_shown_audited_and_escala
     assert ("write", home_file) in violations and ("write", "/etc/x") in violations
 
 
+def test_refused_writes_a_tool_call_hides_are_shown_and_audited_once(repo):
+    """Issue 24, item 6: the sandbox itself reports the refusal (gtd/sandbox/linux/write_watch.py), so a
+    command that silences its errors and exits 0 still has its refused writes shown and audited; a refusal
+    both printed and watched is said once."""
+    command = "touch ~/.bashrc-x 2>/dev/null; (echo > /etc/x) 2>/dev/null; echo > /etc/y; echo done"
+    _configure(repo, {"plan": [{"actions": [{"shell": command}, {"write": {"path": "TODO.md", "content": PLAN}}]}]})
+    result = run_gtd("plan", cwd=repo)
+    home_file = os.path.join(os.environ["HOME"], ".bashrc-x")
+    for target in (home_file, "/etc/x", "/etc/y"):
+        assert result.stderr.count(f"sandbox refused write {target}") == 1, result.stderr
+    assert "again" not in result.stderr, result.stderr
+    violations = [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
+    for target in (home_file, "/etc/x", "/etc/y"):
+        assert violations.count(("write", target)) == 1, violations
+
+
 def test_a_connection_the_agent_opens_is_asked_about_with_the_command_that_opened_it(repo, registry):
     """The escalation box's why for a connection: the tool call's command, not "a process in the sandbox"."""
     command = f"sleep 0.5; curl --noproxy '' -fsS --max-time 30 http://{registry}/; true"  # after the call's event

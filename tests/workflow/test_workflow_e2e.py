@@ -344,3 +344,19 @@ def test_a_test_command_that_passes_still_shows_and_audits_its_refused_writes(re
     assert subjects(repo)[0].startswith("🔨 build:")
     assert "sandbox refused write /etc/x" in result.stderr
     assert ("write", "/etc/x") in [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
+
+
+def test_a_test_command_that_hides_its_refused_writes_still_shows_and_audits_them(repo):
+    """Issue 24, item 6: seen from the sandbox itself (gtd/sandbox/linux/write_watch.py), not from the output."""
+    from gtd.audit import AuditLog
+
+    good = {"actions": [{"write": {"path": "count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                        {"write": {"path": "test_count.py", "content": TEST_FILE}}]}
+    setup_repo(repo, write_script(repo, [good]), test_command="(echo > /etc/x) 2>/dev/null; python3 -m unittest -q")
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "TODO.md")
+    git(repo, "commit", "-q", "-m", "📝 plan: Counter")
+    result = run_gtd("build", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("sandbox refused write /etc/x") == 1, result.stderr
+    assert ("write", "/etc/x") in [(e["kind"], e["target"]) for e in AuditLog(repo).read() if e["event"] == "violation"]
