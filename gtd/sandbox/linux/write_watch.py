@@ -81,8 +81,8 @@ def _compile() -> bytes:
 
 
 class WriteWatch:
-    """One per sandboxed command: `fds` go to bwrap (pass_fds), `launcher_args` to the launcher; `start()`
-    once the command runs; `refused(path, reason)` is called for each refused write, once per path."""
+    """One per sandboxed command: `fds` go to bwrap (pass_fds), `launcher_args` to the launcher; `started()`
+    once bwrap runs; `on_refused(path, reason)` is called for each refused write, once per path."""
 
     def __init__(self, decide, on_refused):
         self._decide = decide  # sandbox path -> the policy's reason to refuse it, or None
@@ -108,13 +108,19 @@ class WriteWatch:
         self._thread = Background(self._serve, on_error=Background.report)
 
     def close(self) -> None:
+        """After every process of the command is gone (the session waits for them first)."""
         self._stop.set()
+        try:
+            self._mine.shutdown(socket.SHUT_RDWR)  # wakes a thread still waiting for the listener
+        except OSError:
+            pass
         if self._thread is not None and not self._thread.running_here():
             self._thread.join(2)
         self._mine.close()
 
     def _serve(self) -> None:
-        self._mine.settimeout(30)
+        # No timeout: a listener that arrived after gtd stopped waiting would leave every watched call
+        # inside unanswered. The wait ends with the message, the launcher's end closing, or close().
         try:
             _, fds, _, _ = socket.recv_fds(self._mine, 1, 1)
         except OSError:
@@ -144,20 +150,19 @@ class WriteWatch:
         nid, pid, _, nr = struct.unpack_from("=QIIi", buf)
         args = struct.unpack_from("=6Q", buf, 32)
         name = self._names.get(nr)
-        refused = []
         try:
-            if name is not None:
-                refused = self._refused(pid, _paths(pid, name, args))
+            refused = self._refused(pid, _paths(pid, name, args)) if name is not None else []
             fcntl.ioctl(listener, ID_VALID, struct.pack("=Q", nid))  # what was read was still that call's
-        except OSError:
-            refused = []
-        for path, reason in refused:  # recorded before the call goes on: the command sees its refusal after
-            self._said.add(path)
-            self._on_refused(path, reason)
-        try:
-            fcntl.ioctl(listener, SEND, struct.pack("=QqiI", nid, 0, 0, FLAG_CONTINUE))
-        except OSError:
+            for path, reason in refused:  # recorded before the call goes on: the command sees its error after
+                self._said.add(path)
+                self._on_refused(path, reason)
+        except Exception:  # noqa: BLE001 - reporting only; the call must be answered whatever happened
             pass
+        finally:
+            try:
+                fcntl.ioctl(listener, SEND, struct.pack("=QqiI", nid, 0, 0, FLAG_CONTINUE))
+            except OSError:
+                pass  # the process is gone
 
     def _refused(self, pid: int, paths: list[str]) -> list[tuple[str, str]]:
         """(path, the policy's reason) for each path the kernel will refuse: its nearest existing ancestor,
