@@ -85,6 +85,8 @@ def test_build_step_lands(agent, planned, fake_model):
     result = gtd_build(agent, planned)
     assert result.returncode == 0, explain(result)
     assert_built(planned)
+    # The write watch (gtd/sandbox/linux/write_watch.py) sees every write the CLI makes: none is refused.
+    assert "refused write" not in result.stderr and "refused write" not in result.stdout, explain(result)
     first = json.dumps(fake_model.main_requests()[0].body)
     assert ITEM in first and f"`{TEST_COMMAND}`" in first  # the build prompt
     system = render("system_build").split("\n")[0]

@@ -111,9 +111,16 @@ class BwrapBackend(Backend):
         except ImportError:
             return None
 
+        from gtd.paths import agents_dir
+        from gtd.sandbox.linux.write_watch import quiet_roots
+
+        quiet = quiet_roots(policy.workspace, agents_dir())
+
         def decide(path: str) -> str | None:
             from gtd.sandbox.diagnose.why import why_path
 
+            if any(path == root or path.startswith(root + "/") for root in quiet):
+                return None
             verdict = why_path(policy, Path(path))
             return None if verdict.allowed else verdict.reason
 

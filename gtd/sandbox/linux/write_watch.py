@@ -44,6 +44,20 @@ RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
 ST_RDONLY = 1
 
 
+def quiet_roots(workspace, agents) -> tuple[str, ...]:
+    """Where a refused write is not reported by the watch: the agent CLIs refuse them on their own and go
+    on, every run (their settings and logins in gtd's agent dirs, which gtd keeps read-only; opencode's
+    snapshots in the repository's `.git`, which the sandbox protects; Node's trace marker in /sys), and
+    a line for each would bury the refusals that matter. A command that says it was refused there is
+    still reported from its output (diagnose/violations.py)."""
+    roots = ["/proc", "/sys", "/dev", str(agents), str(workspace) + "/.git"]
+    for path in (agents, workspace):
+        real = os.path.realpath(path)
+        if real != str(path):
+            roots.append(real if path is agents else real + "/.git")
+    return tuple(roots)
+
+
 @functools.lru_cache(maxsize=1)
 def program() -> tuple[bytes, dict[int, str]]:
     """The notifying filter as BPF bytes, and the watched calls by number (native architecture); compiled
