@@ -114,7 +114,7 @@ class BwrapBackend(Backend):
         from gtd.paths import agents_dir
         from gtd.sandbox.linux.write_watch import quiet_roots
 
-        quiet = quiet_roots(policy.workspace, agents_dir())
+        quiet = quiet_roots(policy, agents_dir())
 
         def decide(path: str) -> str | None:
             from gtd.sandbox.diagnose.why import why_path

@@ -44,18 +44,26 @@ RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
 ST_RDONLY = 1
 
 
-def quiet_roots(workspace, agents) -> tuple[str, ...]:
-    """Where a refused write is not reported by the watch: the agent CLIs refuse them on their own and go
-    on, every run (their settings and logins in gtd's agent dirs, which gtd keeps read-only; opencode's
-    snapshots in the repository's `.git`, which the sandbox protects; Node's trace marker in /sys), and
-    a line for each would bury the refusals that matter. A command that says it was refused there is
-    still reported from its output (diagnose/violations.py)."""
-    roots = ["/proc", "/sys", "/dev", str(agents), str(workspace) + "/.git"]
-    for path in (agents, workspace):
-        real = os.path.realpath(path)
-        if real != str(path):
-            roots.append(real if path is agents else real + "/.git")
-    return tuple(roots)
+def quiet_roots(policy, agents) -> tuple[str, ...]:
+    """Where a refused write is not reported by the watch: tools refuse them on their own and go on, every
+    run, and a line for each would bury the refusals that matter. The agent CLIs' settings and logins in
+    gtd's agent dirs (gtd keeps them read-only); the repository's `.git` (opencode's snapshots, go's VCS
+    stamp refreshing the index); the home directories of the tools whose caches or toolchains the sandbox
+    shows read-only or layers (`~/.cargo/.package-cache`, `~/.gradle/native`: homeAllowList's directories
+    and the package caches, by their top entry in HOME); and /proc, /sys, /dev. A command that says it was refused there is still reported
+    from its output (diagnose/violations.py); ~/.bashrc, ~/.config, ~/.local and everything outside HOME
+    stay watched."""
+    roots = {"/proc", "/sys", "/dev", str(agents), os.path.realpath(agents), str(policy.workspace) + "/.git"}
+    home = policy.home
+    tool_dirs = [path for path, _ in policy.home_visible if path.is_dir()] + [cache.path for cache in policy.caches]
+    for path in tool_dirs:
+        try:
+            top = path.relative_to(home).parts[0]
+        except (ValueError, IndexError):
+            continue
+        if top not in (".config", ".local"):
+            roots.add(str(home / top))
+    return tuple(sorted(roots))
 
 
 @functools.lru_cache(maxsize=1)
