@@ -105,33 +105,13 @@ class BwrapBackend(Backend):
 
     def _write_watch(self, policy):
         """A write watch for one command (write_watch.py), or None where seccomp cannot notify."""
+        from gtd.sandbox.linux.write_watch import for_command
+
         s = self.session
-        try:
-            from gtd.sandbox.linux.write_watch import WriteWatch
-        except ImportError:
-            return None
-
-        from gtd.paths import agents_dir
-        from gtd.sandbox.linux.write_watch import quiet_roots
-
-        quiet = quiet_roots(policy, agents_dir())
-
-        def decide(path: str) -> str | None:
-            from gtd.sandbox.diagnose.why import why_path
-
-            if any(path == root or path.startswith(root + "/") for root in quiet):
-                return None
-            verdict = why_path(policy, Path(path))
-            return None if verdict.allowed else verdict.reason
-
-        def refused(path: str, reason: str) -> None:
-            s.record_violation(Violation.now("write", path, policy.level, reason))
-
-        try:
-            watch = WriteWatch(decide, refused)
-        except (OSError, ImportError, AttributeError, RuntimeError, ValueError):
-            return None
-        self._watches.append(watch)
+        watch = for_command(policy, lambda path, reason: s.record_violation(
+            Violation.now("write", path, policy.level, reason)))
+        if watch is not None:
+            self._watches.append(watch)
         return watch
 
     def own_mounts(self) -> list[str]:

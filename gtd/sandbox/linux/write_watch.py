@@ -44,6 +44,43 @@ RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
 ST_RDONLY = 1
 
 
+def for_command(policy, on_refused) -> WriteWatch | None:
+    """A watch for one command under `policy`, reporting each refused write the policy refuses (outside
+    quiet_roots) to `on_refused(path, reason)`; None on a kernel or libseccomp that cannot notify."""
+    if not kernel_supported():
+        return None
+    from pathlib import Path
+
+    from gtd.paths import agents_dir
+
+    quiet = quiet_roots(policy, agents_dir())
+
+    def decide(path: str) -> str | None:
+        from gtd.sandbox.diagnose.why import why_path
+
+        if any(path == root or path.startswith(root + "/") for root in quiet):
+            return None
+        verdict = why_path(policy, Path(path))
+        return None if verdict.allowed else verdict.reason
+
+    try:
+        return WriteWatch(decide, on_refused)
+    except (OSError, ImportError, AttributeError, RuntimeError, ValueError):  # no libseccomp, no memfd
+        return None
+
+
+MIN_KERNEL = (5, 9)  # FLAG_CONTINUE (5.5) and NOTIF_ID_VALID's corrected number (5.9): an older kernel is not watched
+
+
+def kernel_supported(release: str | None = None) -> bool:
+    """Whether this kernel answers the watch's calls as it needs: on 5.0-5.4 a call could not be let go on
+    (no FLAG_CONTINUE), so it would wait for ever; there gtd reads refusals from the output alone."""
+    import re
+
+    match = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    return match is not None and (int(match[1]), int(match[2])) >= MIN_KERNEL
+
+
 def quiet_roots(policy, agents) -> tuple[str, ...]:
     """Where a refused write is not reported by the watch: tools refuse them on their own and go on, every
     run, and a line for each would bury the refusals that matter. The agent CLIs' settings and logins in

@@ -67,3 +67,11 @@ def test_a_refusal_both_printed_and_watched_is_said_once(repo):
     assert "cannot create /etc/gtd-x: Read-only file system" in result.stderr
     lines = [line for line in result.stderr.splitlines() if "refused write /etc/gtd-x" in line]
     assert len(lines) == 1 and "more time" not in lines[0], result.stderr
+
+
+def test_a_kernel_that_cannot_let_a_watched_call_go_on_is_not_watched():
+    """On 5.0-5.4 a notified call cannot be continued (no FLAG_CONTINUE): it would wait for ever."""
+    from gtd.sandbox.linux.write_watch import kernel_supported
+
+    assert kernel_supported("6.18.44") and kernel_supported("5.9.0-1")
+    assert not kernel_supported("5.4.0-150-generic") and not kernel_supported("4.19.0") and not kernel_supported("")
