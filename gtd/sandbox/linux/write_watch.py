@@ -77,7 +77,7 @@ def kernel_supported(release: str | None = None) -> bool:
     (no FLAG_CONTINUE), so it would wait for ever; there gtd reads refusals from the output alone."""
     import re
 
-    match = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    match = re.match(r"(\d+)\.(\d+)", os.uname().release if release is None else release)
     return match is not None and (int(match[1]), int(match[2])) >= MIN_KERNEL
 
 
