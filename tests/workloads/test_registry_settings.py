@@ -90,17 +90,26 @@ def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, 
     assert [v.target for v in session.violations] == [f"{REGISTRY_HOST}:{npm_registry.port}"]
 
 
-def test_config_files_with_credentials_are_seen_inside_without_them(sandbox, repo, isolated_home):
+def test_config_files_with_credentials_are_seen_inside_as_gtd_writes_them(sandbox, repo, isolated_home):
+    """Each leak of the sanitized copies (a Maven Private-Token header and proxy password, yarn 1 `_authToken`
+    lines, yarnrc.yml flow maps and block scalars): inside, the files are gtd's, with the URLs only."""
     (isolated_home / ".m2").mkdir()
     (isolated_home / ".m2/settings.xml").write_text(
-        "<settings><servers><server><id>corp</id><password>MVN-SECRET</password></server></servers>"
+        "<settings><servers><server><id>corp</id><password>MVN-SECRET</password></server>"
+        "<server><id>gl</id><configuration><httpHeaders><property><name>Private-Token</name><value>GL-SECRET</value>"
+        "</property></httpHeaders></configuration></server></servers>"
+        "<proxies><proxy><host>proxy.corp</host><password>PROXY-SECRET</password></proxy></proxies>"
         "<mirrors><mirror><id>corp</id><url>https://maven.corp.test/m2</url></mirror></mirrors></settings>\n")
     (isolated_home / ".config/pip").mkdir(parents=True)
     (isolated_home / ".config/pip/pip.conf").write_text("[global]\nindex-url = https://me:PIP-SECRET@pypi.corp.test/simple\n")
-    (isolated_home / ".yarnrc.yml").write_text('npmRegistryServer: "https://yarn.corp.test"\nnpmAuthToken: "YARN-SECRET"\n')
-    r = run(sandbox(Level.READWRITE), "cat ~/.m2/settings.xml ~/.config/pip/pip.conf ~/.yarnrc.yml", repo)
+    (isolated_home / ".yarnrc").write_text('registry "https://yarn1.corp.test/"\n_authToken YARN1-SECRET\n'
+                                           '"//yarn1.corp.test/:_authToken" "YARN1-SCOPED-SECRET"\n')
+    (isolated_home / ".yarnrc.yml").write_text(
+        'npmRegistryServer: "https://yarn.corp.test"\nnpmScopes: {corp: {npmAuthToken: FLOW-SECRET}}\n'
+        "npmAuthIdent: |\n  BLOCK-SECRET\n")
+    r = run(sandbox(Level.READWRITE), "cat ~/.m2/settings.xml ~/.config/pip/pip.conf ~/.yarnrc ~/.yarnrc.yml", repo)
     assert r.returncode == 0, r.stderr
-    assert "SECRET" not in r.stdout
+    assert "SECRET" not in r.stdout and "Private-Token" not in r.stdout and "proxy.corp" not in r.stdout
     assert "https://maven.corp.test/m2" in r.stdout and "https://pypi.corp.test/simple" in r.stdout
-    assert "https://yarn.corp.test" in r.stdout
+    assert "https://yarn.corp.test" in r.stdout and '"registry" "https://yarn1.corp.test/"' in r.stdout
     assert "PIP-SECRET" in (isolated_home / ".config/pip/pip.conf").read_text()  # the person's file is untouched
