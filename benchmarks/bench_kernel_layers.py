@@ -36,14 +36,14 @@ def main() -> None:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
 
     from gtd.config.schema import GtdConfig, Level
-    from gtd.sandbox.kernel import LAUNCHER, KernelLayers, status
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.linux.kernel import LAUNCHER, KernelLayers, status
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     print(f"landlock: {status()['landlock']}; cgroups: {status()['cgroups'] or 'none writable'}")
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
     session = open_sandbox(policy)
-    layers = session._layers
+    layers = session.backend.layers
     native = layers.native
     if native is None:
         print("no native launcher (no C compiler?): the native rows repeat the Python launcher")

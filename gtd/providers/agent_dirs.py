@@ -18,13 +18,12 @@ import json
 import os
 from pathlib import Path
 
-from gtd.paths import user_dir
+from gtd.paths import agents_dir
 
 
 def agents_root() -> Path:
     """Where every agent dir gtd manages lives (outside gtd's protected config/state)."""
-    override = os.environ.get("GTD_AGENT_DIR")  # tests and CI keep it inside their temp HOME anyway
-    return Path(override) if override else user_dir("data") / "agents"
+    return agents_dir()
 
 
 def agent_dir(cli: str, workspace: Path | None = None) -> Path:
