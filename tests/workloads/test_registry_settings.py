@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.diagnose.hints import misleading_error_hints
+from gtd.sandbox.diagnose.hints import misleading_error_hints, split_hints
 from registries import REGISTRY_HOST
 from workload_support import allow_registry, run
 
@@ -46,6 +46,25 @@ def test_opted_in_host_gets_its_npm_token(sandbox, repo, npm_registry, isolated_
     r = run(sandbox(Level.NETWORK, config=config), "npm install --no-audit gtd-shout", repo)
     assert r.returncode == 0, r.stderr
     assert "Bearer NPM-SECRET-TOKEN" in npm_registry.authorizations
+
+
+def test_a_private_registry_is_reached_without_its_token_and_the_hint_names_the_setting(sandbox, repo, npm_registry,
+                                                                                          isolated_home):
+    """The registry wants the token in ~/.npmrc: inside, npm gets gtd's npmrc (URLs only) and a 401; the
+    person is told which setting passes the token, and with it the install works."""
+    _npmrc(isolated_home, npm_registry.port)
+    npm_registry.require_token("NPM-SECRET-TOKEN")
+    session = sandbox(Level.NETWORK, config=allow_registry(npm_registry.port, name=False))
+    r = run(session, "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode != 0 and "E401" in r.stdout + r.stderr
+    told, person = split_hints(r.stdout + r.stderr, session.policy)
+    assert told == [] and len(person) == 1, person
+    assert f'add "{REGISTRY_HOST}" to sandbox.registryCredentials' in person[0] and "~/.npmrc registry" in person[0]
+    assert set(npm_registry.authorizations) == {None}
+    opted = GtdConfig.model_validate({"sandbox": {"registryCredentials": [REGISTRY_HOST], "levels": {
+        "network": {"allowDomains": [f"127.0.0.1:{npm_registry.port}"]}}}})
+    r = run(sandbox(Level.NETWORK, config=opted), "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode == 0, r.stderr
 
 
 def test_pip_index_url_from_the_environment_is_used_without_its_password(sandbox, repo, registry, monkeypatch):

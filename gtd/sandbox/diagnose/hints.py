@@ -180,6 +180,11 @@ _UNAUTHORIZED = re.compile(r"\bE40[13]\b|\b40[13]\b[^\n]{0,40}(?:Unauthori[sz]ed
                            r"\bstatus(?: code)? 40[13]\b|\b40[13] (?:Unauthori[sz]ed|Forbidden)", re.IGNORECASE)
 
 
+# How each tool's output names it (its error prefix or program name).
+_TOOL_WORDS = {"npm": r"\bnpm\b", "yarn": r"\byarn\b", "pip": r"\bpip\b", "uv": r"\buv\b", "cargo": r"\bcargo\b",
+               "go": r"\bgo: ", "maven": r"\bmaven\b|\[ERROR\]"}
+
+
 def registry_credential_hints(output: str, policy) -> list[str]:
     """One line per registry of the person's own settings that the output shows refusing a request for lack
     of credentials: inside, the tools' settings files are written by gtd with URLs only (registry_files.py),
@@ -190,16 +195,16 @@ def registry_credential_hints(output: str, policy) -> list[str]:
     from gtd.sandbox.policy.registries import user_registries
 
     opted = set(getattr(policy, "credential_hosts", ()))
+    mine = [r for r in user_registries(policy.home, workspace=policy.workspace) if r.host not in opted]
+    named = [r for r in mine if re.search(r"(?<![\w.-])" + re.escape(r.host) + r"(?![\w-])", output, re.IGNORECASE)]
+    if not named:  # npm's E401 names no host: the registries of the tool the output names
+        named = [r for r in mine if re.search(_TOOL_WORDS.get(r.tool, r.tool), output, re.IGNORECASE)]
     hints = []
-    for registry in user_registries(policy.home, workspace=policy.workspace):
-        if registry.host in opted:
+    for registry in named[:MAX_HIDDEN_NAMED]:
+        if any(f" {registry.host} " in hint for hint in hints):
             continue
-        if not re.search(r"(?<![\w.-])" + re.escape(registry.host) + r"(?![\w-])", output, re.IGNORECASE):
-            continue
-        if any(registry.host in hint for hint in hints):
-            continue
-        hints.append(f"[gtd] hint: {registry.host} asked for credentials. Inside the sandbox your {registry.tool} "
-                     f"settings ({registry.origin}) are written by gtd with the registry's URL only, so any token or "
+        hints.append(f"[gtd] hint: {registry.host} may need credentials (the output shows a 401/403). Inside the sandbox your {registry.tool} "
+                     f"settings ({registry.origin}) reach the tools with the registry's URL only, so any token or "
                      f"password for it stays out; to pass them for this host, add \"{registry.host}\" to "
                      "sandbox.registryCredentials in your user config (docs/registry-settings.md).")
     return hints
