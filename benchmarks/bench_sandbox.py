@@ -11,7 +11,7 @@
    transfer with the same client outside it, a spot check reported only (bench_proxy.py measures the proxy
    and judges the >= 80 % target).
 
-Run: .venv/bin/python benchmarks/bench_sandbox.py [--runs N] [--before CHECKOUT]
+Run: .venv/bin/python benchmarks/bench_sandbox.py [--runs N] [--before CHECKOUT] [--settings]
 """
 
 from __future__ import annotations
@@ -62,11 +62,31 @@ def large_workspace(repo: Path, files: int) -> Path:
     return repo
 
 
+SETTINGS = {  # a developer's registry settings, each with a credential (issue 23: gtd writes its own from them)
+    ".npmrc": "registry=https://npm.corp.example/\n//npm.corp.example/:_authToken=T\nfund=false\n",
+    ".config/pip/pip.conf": "[global]\nindex-url = https://u:p@pypi.corp.example/simple\ntimeout = 30\n",
+    ".config/uv/uv.toml": '[[index]]\nname = "corp"\nurl = "https://uv.corp.example/simple"\n',
+    ".yarnrc.yml": 'npmRegistryServer: "https://npm.corp.example"\nnpmAuthToken: "T"\n',
+    ".m2/settings.xml": "<settings><servers><server><id>c</id><password>P</password></server></servers><mirrors><mirror>"
+                        "<id>c</id><mirrorOf>*</mirrorOf><url>https://maven.corp.example/m2</url></mirror></mirrors></settings>\n",
+    ".gradle/gradle.properties": "org.gradle.parallel=true\nsystemProp.https.proxyPassword=P\n",
+}
+
+
+def lived_in_settings(home: Path) -> None:
+    for rel, text in SETTINGS.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--before", type=Path, help="a checkout of the code to compare with (loaded through PYTHONPATH)")
     ap.add_argument("--big-files", type=int, default=48_000, help="files in the large workspace's node_modules")
+    ap.add_argument("--settings", action="store_true",
+                    help="give HOME the registry settings a developer has (npmrc, pip.conf, uv.toml, yarnrc.yml, "
+                         "settings.xml, gradle.properties, each with a credential): what gtd generates them from")
     args = ap.parse_args()
 
     from benchlib import git_repo, gtd_command, hermetic_env, interleaved, runner, table, timed
@@ -75,6 +95,8 @@ def main() -> None:
     env = hermetic_env(tmp)
     os.environ.update({k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")})
     home = Path(env["HOME"])
+    if args.settings:
+        lived_in_settings(home)
     repo = git_repo(tmp / "repo", env)
     big = large_workspace(git_repo(tmp / "big", env), args.big_files)
 

@@ -90,7 +90,7 @@ def find_repo_root(start: Path) -> Path | None:
 
 
 def agents_dir() -> Path:
-    """Where the agent CLIs gtd runs keep their state, one dir per CLI (gtd.providers.agent_dirs): outside
+    """Where the agent CLIs gtd runs keep their state, one dir per project and CLI (gtd.providers.agent_dirs): outside
     gtd's protected config and state, writable by the sandboxed CLI."""
     override = os.environ.get("GTD_AGENT_DIR")  # tests and CI keep it inside their temp HOME anyway
     return Path(override) if override else user_dir("data") / "agents"

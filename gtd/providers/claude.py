@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cloud_credentials
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
                   "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL")
-# Files in the config dir that grant powers: written by gtd, read-only for the agent.
+# Files in the config dir that grant powers or that claude loads as instructions: written by gtd (or
+# nobody), read-only for the agent. Its project's auto memory (projects/<slug>/memory) too: see memory_dirs.
 PROTECTED_NAMES = ("settings.json", "settings.local.json", ".claude.json", "CLAUDE.md", "hooks", "plugins",
-                   "commands", "agents", "skills", "output-styles", "keybindings.json", ".credentials.json")
+                   "commands", "agents", "skills", "output-styles", "keybindings.json", ".credentials.json",
+                   "rules")
 
 
 class ClaudeProvider(Provider):
@@ -40,22 +42,30 @@ class ClaudeProvider(Provider):
     answers_without_tools = True
 
     def __init__(self, config_dir: Path | None = None):
-        self.config_dir = config_dir or agent_dir("claude")
+        self._dirs = AgentDirs("claude", config_dir)  # the project's own (agent_dirs.py)
+
+    @property
+    def config_dir(self) -> Path:
+        return self._dirs.path
 
     def for_review(self) -> "ClaudeProvider":
         """Its own config dir: the reviewer may run while the agent does, and prepare() resets the dir's files."""
-        reviewer = ClaudeProvider(self.config_dir.with_name(self.config_dir.name + "-reviewer"))
+        reviewer = ClaudeProvider()
+        reviewer._dirs = self._dirs.reviewer()
         reviewer.models = self.models
         return reviewer
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
+        self._dirs.use(workspace)
         needs = SandboxNeeds(
             model_hosts=[host_port(anthropic_base_url() or ANTHROPIC_DEFAULT)],
             writable_dirs=[self.config_dir],
-            protected_paths=[self.config_dir / name for name in PROTECTED_NAMES],
+            protected_paths=[*(self.config_dir / name for name in PROTECTED_NAMES),
+                             *memory_dirs(self.config_dir, workspace)],
             env_passthrough=list(CREDENTIAL_ENV),
         )
         _drop_planted_links(self.config_dir)
+        _make_memory_dirs(self.config_dir, workspace)
         login = subscription_login()
         if login is not None:
             needs.login_files[self.config_dir / LOGIN_NAME] = (login, f"claude's subscription login ({login})")
@@ -86,6 +96,7 @@ class ClaudeProvider(Provider):
         check_login_fresh()
 
     def command(self, request: AgentRequest) -> CommandSpec:
+        self._dirs.use(Path(request.cwd))
         self.prepare()
         argv = [self.executable_path() or self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if not request.tools:  # `--tools ""`: no tool at all; the system prompt replaces claude's own
@@ -162,6 +173,38 @@ class ClaudeProvider(Provider):
         if exit_code != 0:
             return AgentOutcome(False, f"claude exited with status {exit_code}", session_id)
         return AgentOutcome(True, None, session_id)
+
+
+def memory_dirs(config_dir: Path, workspace: Path | None) -> list[Path]:
+    """claude's auto memory for the project (projects/<slug>/memory, loaded into every request's context):
+    read-only, so a plan cannot leave instructions for the next run. The slug is the path with every
+    character but letters and digits made `-`, as claude spells it (for the path as given and resolved)."""
+    if workspace is None:
+        return []
+    import re
+
+    spellings = dict.fromkeys((os.path.abspath(workspace), os.path.realpath(workspace)))
+    return [config_dir / "projects" / re.sub(r"[^A-Za-z0-9]", "-", p) / "memory" for p in spellings]
+
+
+def _make_memory_dirs(config_dir: Path, workspace: Path | None) -> None:
+    """Make the project's memory dirs on the host (empty, then bound read-only): claude finds a directory
+    it cannot write rather than a placeholder file. A link planted on the way (projects/ is writable) is
+    removed first, never followed."""
+    for memory in memory_dirs(config_dir, workspace):
+        current = config_dir
+        try:
+            config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return
+        for part in memory.relative_to(config_dir).parts:
+            current = current / part
+            try:
+                if current.is_symlink() or (current.exists() and not current.is_dir()):
+                    current.unlink()
+                current.mkdir(mode=0o700, exist_ok=True)
+            except OSError:
+                break  # left for the mount plan, which protects what it finds (fails closed)
 
 
 def _blocks(data: dict) -> list[dict]:

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, opencode_config, provider_of
 from gtd.providers.cloud_credentials import add_chosen_clouds
@@ -51,11 +51,16 @@ class OpencodeProvider(Provider):
     answers_without_tools = True
 
     def __init__(self, home: Path | None = None):
-        self.home = home or agent_dir("opencode")
+        self._dirs = AgentDirs("opencode", home)  # the project's own (agent_dirs.py)
+
+    @property
+    def home(self) -> Path:
+        return self._dirs.path
 
     def for_review(self) -> "OpencodeProvider":
         """Its own dirs: the reviewer may run while the agent does, and prepare() rewrites the config."""
-        reviewer = OpencodeProvider(self.home.with_name(self.home.name + "-reviewer"))
+        reviewer = OpencodeProvider()
+        reviewer._dirs = self._dirs.reviewer()
         reviewer.models = self.models
         return reviewer
 
@@ -64,6 +69,7 @@ class OpencodeProvider(Provider):
         return opencode_config(Path(os.environ.get("HOME") or Path.home()), workspace=workspace)
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
+        self._dirs.use(workspace)
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
         own = self.user_config(workspace)
         chosen = chosen_models("opencode", own, self.models)
@@ -121,6 +127,7 @@ class OpencodeProvider(Provider):
             ignore.write_text("".join(f"{name}\n" for name in GITIGNORE))
 
     def command(self, request: AgentRequest) -> CommandSpec:
+        self._dirs.use(Path(request.cwd))
         self.prepare()
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs opencode with its own config: pass the person's default

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from gtd.providers.agent_dirs import agent_dir, write_json
+from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, pi_config, provider_of
 from gtd.providers.cloud_credentials import add_chosen_clouds
@@ -41,11 +41,16 @@ class PiProvider(Provider):
     answers_without_tools = True
 
     def __init__(self, home: Path | None = None):
-        self.home = home or agent_dir("pi")
+        self._dirs = AgentDirs("pi", home)  # the project's own (agent_dirs.py)
+
+    @property
+    def home(self) -> Path:
+        return self._dirs.path
 
     def for_review(self) -> "PiProvider":
         """Its own agent dir: the reviewer may run while the agent does, and prepare() rewrites the dir's files."""
-        reviewer = PiProvider(self.home.with_name(self.home.name + "-reviewer"))
+        reviewer = PiProvider()
+        reviewer._dirs = self._dirs.reviewer()
         reviewer.models = self.models
         return reviewer
 
@@ -56,6 +61,7 @@ class PiProvider(Provider):
         return pi_config(Path(os.environ.get("HOME") or Path.home()), environ, workspace=workspace)
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
+        self._dirs.use(workspace)
         hosts = [host_port(anthropic_base_url() or ANTHROPIC_DEFAULT), host_port(openai_base_url() or OPENAI_DEFAULT)]
         own = self.user_config(workspace)
         chosen = chosen_models("pi", own, self.models)
@@ -87,6 +93,7 @@ class PiProvider(Provider):
         write_json(self.home / "models.json", {"providers": providers})
 
     def command(self, request: AgentRequest) -> CommandSpec:
+        self._dirs.use(Path(request.cwd))
         own = self.user_config(Path(request.cwd))
         if not request.model and own.model:  # gtd runs pi with its own agent dir: pass the person's default
             request = replace(request, model=own.model)

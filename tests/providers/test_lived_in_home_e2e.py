@@ -123,7 +123,7 @@ def test_claude_login_link_left_by_an_earlier_gtd_is_replaced(claude_agent, repo
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     login = claude_login(isolated_home)
-    link = agent_dir("claude") / ".credentials.json"
+    link = agent_dir("claude", repo) / ".credentials.json"  # the project's own dir (issue 23)
     link.parent.mkdir(parents=True)
     link.symlink_to(login)
     fake_model.script([shell("echo hi > hello.txt"), say("done")])

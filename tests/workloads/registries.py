@@ -114,6 +114,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     root: Path
     npm_packages: dict[str, dict[str, Path]]
     authorizations: list  # the Authorization header of every request (None when absent)
+    required: dict  # {"authorization": "Bearer T"}: every other request is answered 401, as a private registry does
 
     def log_message(self, *args):
         pass
@@ -132,6 +133,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802
         self.authorizations.append(self.headers.get("Authorization"))
+        if self.required.get("authorization") and self.headers.get("Authorization") != self.required["authorization"]:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Bearer realm="registry.test"')
+            self.send_header("Content-Length", "0")
+            return self.end_headers()
         base = f"http://{self.headers.get('Host')}"
         path = self.path.split("?", 1)[0]
         parts = [p for p in path.split("/") if p]
@@ -176,8 +182,9 @@ class LocalRegistry:
         (root / "files").mkdir(parents=True, exist_ok=True)
         self.npm: dict[str, dict[str, Path]] = {}
         self.authorizations: list = []
+        self.required: dict = {}
         handler = type("Handler", (_Handler,), {"root": root, "npm_packages": self.npm,
-                                                "authorizations": self.authorizations})
+                                                "authorizations": self.authorizations, "required": self.required})
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -185,6 +192,10 @@ class LocalRegistry:
 
     def url(self, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}"
+
+    def require_token(self, token: str) -> None:
+        """Answer 401 to every request without `Authorization: Bearer <token>` (a private registry)."""
+        self.required["authorization"] = f"Bearer {token}"
 
     def add_wheel(self, name: str, version: str, source: str) -> Path:
         return make_wheel(self.root / "files", name, version, source)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.diagnose.hints import misleading_error_hints
+from gtd.sandbox.diagnose.hints import misleading_error_hints, split_hints
 from registries import REGISTRY_HOST
 from workload_support import allow_registry, run
 
@@ -46,6 +46,25 @@ def test_opted_in_host_gets_its_npm_token(sandbox, repo, npm_registry, isolated_
     r = run(sandbox(Level.NETWORK, config=config), "npm install --no-audit gtd-shout", repo)
     assert r.returncode == 0, r.stderr
     assert "Bearer NPM-SECRET-TOKEN" in npm_registry.authorizations
+
+
+def test_a_private_registry_is_reached_without_its_token_and_the_hint_names_the_setting(sandbox, repo, npm_registry,
+                                                                                          isolated_home):
+    """The registry wants the token in ~/.npmrc: inside, npm gets gtd's npmrc (URLs only) and a 401; the
+    person is told which setting passes the token, and with it the install works."""
+    _npmrc(isolated_home, npm_registry.port)
+    npm_registry.require_token("NPM-SECRET-TOKEN")
+    session = sandbox(Level.NETWORK, config=allow_registry(npm_registry.port, name=False))
+    r = run(session, "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode != 0 and "E401" in r.stdout + r.stderr
+    told, person = split_hints(r.stdout + r.stderr, session.policy)
+    assert told == [] and len(person) == 1, person
+    assert f'add "{REGISTRY_HOST}" to sandbox.registryCredentials' in person[0] and "~/.npmrc registry" in person[0]
+    assert set(npm_registry.authorizations) == {None}
+    opted = GtdConfig.model_validate({"sandbox": {"registryCredentials": [REGISTRY_HOST], "levels": {
+        "network": {"allowDomains": [f"127.0.0.1:{npm_registry.port}"]}}}})
+    r = run(sandbox(Level.NETWORK, config=opted), "npm install --no-audit --fetch-retries 0 gtd-shout", repo)
+    assert r.returncode == 0, r.stderr
 
 
 def test_pip_index_url_from_the_environment_is_used_without_its_password(sandbox, repo, registry, monkeypatch):
@@ -90,17 +109,26 @@ def test_the_same_registry_is_refused_at_readwrite(sandbox, repo, npm_registry, 
     assert [v.target for v in session.violations] == [f"{REGISTRY_HOST}:{npm_registry.port}"]
 
 
-def test_config_files_with_credentials_are_seen_inside_without_them(sandbox, repo, isolated_home):
+def test_config_files_with_credentials_are_seen_inside_as_gtd_writes_them(sandbox, repo, isolated_home):
+    """Each leak of the sanitized copies (a Maven Private-Token header and proxy password, yarn 1 `_authToken`
+    lines, yarnrc.yml flow maps and block scalars): inside, the files are gtd's, with the URLs only."""
     (isolated_home / ".m2").mkdir()
     (isolated_home / ".m2/settings.xml").write_text(
-        "<settings><servers><server><id>corp</id><password>MVN-SECRET</password></server></servers>"
+        "<settings><servers><server><id>corp</id><password>MVN-SECRET</password></server>"
+        "<server><id>gl</id><configuration><httpHeaders><property><name>Private-Token</name><value>GL-SECRET</value>"
+        "</property></httpHeaders></configuration></server></servers>"
+        "<proxies><proxy><host>proxy.corp</host><password>PROXY-SECRET</password></proxy></proxies>"
         "<mirrors><mirror><id>corp</id><url>https://maven.corp.test/m2</url></mirror></mirrors></settings>\n")
     (isolated_home / ".config/pip").mkdir(parents=True)
     (isolated_home / ".config/pip/pip.conf").write_text("[global]\nindex-url = https://me:PIP-SECRET@pypi.corp.test/simple\n")
-    (isolated_home / ".yarnrc.yml").write_text('npmRegistryServer: "https://yarn.corp.test"\nnpmAuthToken: "YARN-SECRET"\n')
-    r = run(sandbox(Level.READWRITE), "cat ~/.m2/settings.xml ~/.config/pip/pip.conf ~/.yarnrc.yml", repo)
+    (isolated_home / ".yarnrc").write_text('registry "https://yarn1.corp.test/"\n_authToken YARN1-SECRET\n'
+                                           '"//yarn1.corp.test/:_authToken" "YARN1-SCOPED-SECRET"\n')
+    (isolated_home / ".yarnrc.yml").write_text(
+        'npmRegistryServer: "https://yarn.corp.test"\nnpmScopes: {corp: {npmAuthToken: FLOW-SECRET}}\n'
+        "npmAuthIdent: |\n  BLOCK-SECRET\n")
+    r = run(sandbox(Level.READWRITE), "cat ~/.m2/settings.xml ~/.config/pip/pip.conf ~/.yarnrc ~/.yarnrc.yml", repo)
     assert r.returncode == 0, r.stderr
-    assert "SECRET" not in r.stdout
+    assert "SECRET" not in r.stdout and "Private-Token" not in r.stdout and "proxy.corp" not in r.stdout
     assert "https://maven.corp.test/m2" in r.stdout and "https://pypi.corp.test/simple" in r.stdout
-    assert "https://yarn.corp.test" in r.stdout
+    assert "https://yarn.corp.test" in r.stdout and '"registry" "https://yarn1.corp.test/"' in r.stdout
     assert "PIP-SECRET" in (isolated_home / ".config/pip/pip.conf").read_text()  # the person's file is untouched

@@ -10,6 +10,8 @@
 - A connection to 127.0.0.1:PORT is refused inside while a server on this machine listens on that port:
   the sandbox's loopback is its own, and the client's "Connection refused" does not say so. gtd names the
   setting that forwards the port (`hostLoopbackPorts`).
+- A registry of the person's own settings refuses a request for lack of credentials: the settings files
+  inside are written by gtd with URLs only (registry_files.py). gtd names `sandbox.registryCredentials`.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def split_hints(output: str, policy) -> tuple[list[str], list[str]]:
     shown on screen."""
     if not output:
         return [], []
-    return refused_write_hints(output, policy), host_loopback_hints(output, policy) + hidden_home_hints(output, policy)
+    return refused_write_hints(output, policy), (host_loopback_hints(output, policy) + hidden_home_hints(output, policy)
+                                                 + registry_credential_hints(output, policy))
 
 
 def _host_listens(port: int) -> bool:
@@ -169,3 +172,39 @@ def hidden_home_hints(output: str, policy) -> list[str]:
             f"inside the sandbox except toolchains and caches (`gtd sandbox explain`); to let commands read "
             f"{'it' if len(named) == 1 else 'them'}, add {'it' if len(named) == 1 else 'them'} to sandbox.readPaths "
             f"(your user config, or .gtdrc.json once you run `gtd trust`)."]
+
+
+# A registry's refusal for lack of credentials, as pip, npm, pnpm, yarn, cargo, go and Maven word it.
+_UNAUTHORIZED = re.compile(r"\bE40[13]\b|\b40[13]\b[^\n]{0,40}(?:Unauthori[sz]ed|Forbidden)|Unauthori[sz]ed|"
+                           r"authentication (?:required|failed)|status code:? 40[13]\b|ERR_PNPM_FETCH_40[13]|"
+                           r"\bstatus(?: code)? 40[13]\b|\b40[13] (?:Unauthori[sz]ed|Forbidden)", re.IGNORECASE)
+
+
+# How each tool's output names it (its error prefix or program name).
+_TOOL_WORDS = {"npm": r"\bnpm\b", "yarn": r"\byarn\b", "pip": r"\bpip\b", "uv": r"\buv\b", "cargo": r"\bcargo\b",
+               "go": r"\bgo: ", "maven": r"\bmaven\b|\[ERROR\]"}
+
+
+def registry_credential_hints(output: str, policy) -> list[str]:
+    """One line per registry of the person's own settings that the output shows refusing a request for lack
+    of credentials: inside, the tools' settings files are written by gtd with URLs only (registry_files.py),
+    so their credentials stay out unless the host is in sandbox.registryCredentials. For the person only
+    (it names their settings files)."""
+    if not output or not _UNAUTHORIZED.search(output) or getattr(policy, "unrestricted", False):
+        return []
+    from gtd.sandbox.policy.registries import user_registries
+
+    opted = set(getattr(policy, "credential_hosts", ()))
+    mine = [r for r in user_registries(policy.home, workspace=policy.workspace) if r.host not in opted]
+    named = [r for r in mine if re.search(r"(?<![\w.-])" + re.escape(r.host) + r"(?![\w-])", output, re.IGNORECASE)]
+    if not named:  # npm's E401 names no host: the registries of the tool the output names
+        named = [r for r in mine if re.search(_TOOL_WORDS.get(r.tool, r.tool), output, re.IGNORECASE)]
+    hints = []
+    for registry in named[:MAX_HIDDEN_NAMED]:
+        if any(f" {registry.host} " in hint for hint in hints):
+            continue
+        hints.append(f"[gtd] hint: {registry.host} may need credentials (the output shows a 401/403). Inside the sandbox your {registry.tool} "
+                     f"settings ({registry.origin}) reach the tools with the registry's URL only, so any token or "
+                     f"password for it stays out; to pass them for this host, add \"{registry.host}\" to "
+                     "sandbox.registryCredentials in your user config (docs/registry-settings.md).")
+    return hints

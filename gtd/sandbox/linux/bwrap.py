@@ -202,8 +202,8 @@ def data_fd(data: bytes) -> int:
 def render_mounts(policy: SandboxPolicy, after: list[str] | tuple[str, ...] = ()) -> MountPlan:
     """The filesystem arguments for bwrap. Reads the filesystem (existence, symlinks); creates nothing.
     Pass `plan.fds` to bwrap and close the plan after spawning it; `plan.verify` before the command runs.
-    `after`: the session's own mounts (sanitized config files under HOME), placed before the hidden
-    roots are made read-only, so bwrap can still create their mount points there."""
+    `after`: the session's own mounts (the launcher's), placed before the hidden roots are made read-only,
+    so bwrap can still create their mount points there; gtd's generated files come from the policy."""
     plan = MountPlan(args=list(BASE_ARGS))
     try:
         _render(policy, plan, list(after))

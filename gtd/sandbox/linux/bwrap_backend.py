@@ -28,7 +28,7 @@ START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started aga
 
 class BwrapBackend(Backend):
     name = "bwrap"
-    binds_files = True  # the registry settings are bound in read-only (ToolSettings.start(bind=True))
+    binds_files = True  # its registry settings files are gtd's own, bound by the mount plan (policy.generated_files)
 
     def __init__(self, session):
         super().__init__(session)

@@ -11,8 +11,9 @@ with the reason it is there (`gtd sandbox explain` shows them):
 - the package caches (read-only here; from readwrite up the session makes them writable layers);
 - what the person lists in `sandbox.readPaths`.
 
-The workspace, writable paths, the chosen provider's login and the generated git config are bound
-by the policy and the renderer themselves. Nothing is taken from a place the agent can write (the
+The workspace, writable paths, the chosen provider's login and the files gtd generates (git, cargo and
+the package managers' registry settings: registry_files.py) are bound by the policy and the renderer
+themselves; the person's own settings files are never shown. Nothing is taken from a place the agent can write (the
 workspace, a writable path): a PATH entry or a link there could point the list at any secret.
 An entry inside a hidden path (denyReadPaths, built-in secrets) is left out: deny wins.
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from pathlib import Path
 
 from gtd.sandbox.policy.containment import inside, strictly_inside
@@ -120,7 +120,7 @@ def _stamped(home: Path, environ: dict[str, str]) -> tuple[str, ...]:
 
 # gtd's code that decides the list: a change in it is a new key.
 _CODE = ("sandbox/policy/home_allow.py", "sandbox/policy/caches.py", "sandbox/policy/registries.py", "sandbox/policy/gitconfig.py",
-         "sandbox/policy/cargo_config.py")
+         "sandbox/policy/cargo_config.py", "sandbox/policy/registry_files.py", "sandbox/policy/maven_settings.py")
 
 
 def persisted(kind: str, key, stamps, compute, *, encode=lambda v: v, decode=lambda v: v):
@@ -241,7 +241,6 @@ def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden:
         if not entry or not os.path.isabs(entry):
             continue
         _add_path_entry(Path(os.path.normpath(entry)), home, add, mixed)
-    _add_registry_settings(home, environ, add)
     from gtd.sandbox.policy.caches import cache_home, known_caches
 
     for cache in (cache_home(home, environ), *known_caches(home, environ, workspace)):
@@ -274,28 +273,6 @@ def _add_path_entry(entry: Path, home: Path, add, mixed) -> None:
         if mixed(root):
             root = target.parent if not mixed(target.parent) else target
         add(root, f"the install of {link} (on PATH)", allow_mixed=root == target)
-
-
-# Anything that could be a credential in a settings file: such a file is never shown as it is.
-_CREDENTIAL_LIKE = re.compile(r"token|passw|secret|auth|credential|api[-_]?key|private|://[^/\s@]+@", re.IGNORECASE)
-
-
-def _add_registry_settings(home: Path, environ: dict[str, str], add) -> None:
-    """The person's registry settings files that hold nothing credential-like (pip.conf, uv.toml, yarnrc, the
-    go env file): shown as they are. One with credentials is not: the session binds its sanitized copy in
-    its place (registries.ToolSettings), or it stays hidden."""
-    from gtd.sandbox.policy import registries as reg
-    from gtd.workspace_files import read_metadata_text
-
-    candidates = [(p, "pip") for p in reg.pip_config_files(home, environ)]
-    candidates += [(reg._xdg_config(home, environ) / "uv" / "uv.toml", "uv"), (home / ".yarnrc", "yarn"),
-                   (home / ".yarnrc.yml", "yarn"), (reg._go_env_path(home, environ), "go")]
-    for path, tool in candidates:
-        if not strictly_inside(path, home) or not os.path.isfile(path):
-            continue
-        text = read_metadata_text(path)
-        if text is not None and not _CREDENTIAL_LIKE.search(text):
-            add(path, f"your {tool} registry settings (nothing credential-like in it)", allow_mixed=True)
 
 
 def _outermost(found: dict[Path, str]) -> tuple[tuple[Path, str], ...]:

@@ -1,15 +1,16 @@
-"""The user's own package-registry settings, honoured inside the sandbox with the secrets left out.
+"""The user's own package-registry settings: which hosts they name, and the tools' variables inside.
 
 Read from the person's environment and *user-level* config files only (pip.conf, uv.toml, ~/.npmrc,
-~/.yarnrc(.yml), ~/.cargo/config.toml, GOPROXY and the go env file): those are the person's choice,
-so the hosts they name are reachable at level `network` without a prompt. Files inside the workspace
-(a project .npmrc, a repository's uv.toml) still reach the tools, which read them directly, but
-their hosts are never allowed automatically: a cloned repository must not open the network.
+~/.yarnrc(.yml), ~/.cargo/config.toml, ~/.m2/settings.xml, GOPROXY and the go env file): those are the
+person's choice, so the hosts they name are reachable at level `network` without a prompt. Files inside
+the workspace (a project .npmrc, a repository's uv.toml) still reach the tools, which read them directly,
+but their hosts are never allowed automatically: a cloned repository must not open the network.
 
-Secrets stay out: ~/.npmrc is hidden (it holds tokens), so the sandbox gets a generated copy with
-only the non-secret settings (`NPM_CONFIG_USERCONFIG`); variables whose names carry credentials are
-never passed; credentials embedded in registry URLs are stripped. `sandbox.registryCredentials` lists
-the hosts whose credentials the person opts in to pass (userinfo in their URLs, their ~/.npmrc auth lines).
+Secrets stay out: HOME is hidden, and the files the tools look for there are written by gtd
+(registry_files.py, maven_settings.py), never copied; variables whose names carry credentials are never
+passed; credentials embedded in registry URLs are stripped. `sandbox.registryCredentials` lists the hosts
+whose credentials the person opts in to pass (userinfo in their URLs, their ~/.npmrc auth lines, Maven
+servers).
 """
 
 from __future__ import annotations
@@ -35,10 +36,7 @@ TOOL_VARS = ("GOPROXY", "GONOPROXY", "GOPRIVATE", "GONOSUMDB", "GONOSUMCHECK", "
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIAL|_AUTH|AUTH_|APIKEY|API_KEY|_KEY$|CERT_KEY",
                           re.IGNORECASE)
 # npmrc keys that are credentials (bare, or behind a `//host/path/:` prefix).
-_NPMRC_SECRET_KEYS = {"_auth", "_authtoken", "_password", "password", "username", "email", "certfile", "keyfile",
-                      "cert", "key", "otp"}
 _URL = re.compile(r"(?:sparse\+|registry\+|git\+)?https?://[^\s,;|\"']+", re.IGNORECASE)
-NPMRC_IN_SANDBOX = "/tmp/.gtd/npmrc"
 
 
 @record(frozen=True)
@@ -54,7 +52,7 @@ class Registry:
         return f"{host}:{self.port}"
 
 
-def _host_port(url: str) -> tuple[str, int] | None:
+def host_port(url: str) -> tuple[str, int] | None:
     url = re.sub(r"^(sparse|registry|git)\+", "", url.strip(), flags=re.IGNORECASE)
     try:
         parts = urlsplit(url)
@@ -120,7 +118,7 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None,
     def add(tool: str, origin: str, *values: str) -> None:
         for value in values:
             for url in _urls(value):
-                hp = _host_port(url)
+                hp = host_port(url)
                 if hp and not any(r.host == hp[0] and r.port == hp[1] for r in found):
                     found.append(Registry(hp[0], hp[1], tool, origin))
 
@@ -198,7 +196,6 @@ def user_registries(home: Path, environ: Mapping[str, str] | None = None,
 
 
 MAVEN_SETTINGS = (".m2", "settings.xml")
-_MAVEN_SECRETS = ("password", "privateKey", "passphrase")
 
 
 def _maven_tree(home: Path, workspace: Path | None = None):
@@ -240,39 +237,6 @@ def maven_local_repository(home: Path, workspace: Path | None = None) -> str | N
         if _local(element.tag) == "localRepository" and (element.text or "").strip():
             return element.text.strip()
     return None
-
-
-def sanitized_maven_settings(home: Path, credential_hosts: Iterable[str] = ()) -> str | None:
-    """~/.m2/settings.xml (hidden: it holds server passwords) without its secrets: mirrors, profiles and
-    repositories stay; a <server>'s password, private key and passphrase go, unless the server's id is a
-    mirror or repository whose host is opted in."""
-    tree = _maven_tree(home)
-    if tree is None:
-        return None
-    import xml.etree.ElementTree as ET
-    root = tree.getroot()
-    namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
-    if namespace:
-        ET.register_namespace("", namespace)
-    hosts = {h.lower() for h in credential_hosts}
-    opted_ids = set()
-    for element in root.iter():
-        if _local(element.tag) in ("mirror", "repository", "pluginRepository"):
-            fields = {_local(child.tag): (child.text or "").strip() for child in element}
-            hp = _host_port(fields.get("url", ""))
-            if hp and hp[0] in hosts and fields.get("id"):
-                opted_ids.add(fields["id"])
-    for server in [e for e in root.iter() if _local(e.tag) == "server"]:
-        ids = [(c.text or "").strip() for c in server if _local(c.tag) == "id"]
-        if ids and ids[0] in opted_ids:
-            continue
-        for child in list(server):
-            if _local(child.tag) in _MAVEN_SECRETS:
-                server.remove(child)
-    for element in root.iter():  # credentials embedded in URLs
-        if _local(element.tag) == "url" and element.text:
-            element.text = strip_credentials(element.text, hosts)
-    return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _toml(path: Path, workspace: Path | None = None) -> dict | None:
@@ -354,7 +318,7 @@ def _credential_var_host(name: str, environ: Mapping[str, str]) -> str | None:
     the index named <name> in UV_INDEX ("name=url")."""
     cargo = re.fullmatch(r"CARGO_REGISTRIES_(\w+)_TOKEN", name)
     if cargo:
-        hp = _host_port(environ.get(f"CARGO_REGISTRIES_{cargo.group(1)}_INDEX", ""))
+        hp = host_port(environ.get(f"CARGO_REGISTRIES_{cargo.group(1)}_INDEX", ""))
         return hp[0] if hp else None
     uv = re.fullmatch(r"UV_INDEX_(\w+)_(?:USERNAME|PASSWORD)", name)
     if uv:
@@ -362,7 +326,7 @@ def _credential_var_host(name: str, environ: Mapping[str, str]) -> str | None:
         for entry in (environ.get("UV_INDEX") or "").split():
             index_name, sep, url = entry.partition("=")
             if sep and index_name.lower().replace("_", "-") == wanted:
-                hp = _host_port(url)
+                hp = host_port(url)
                 return hp[0] if hp else None
     return None
 
@@ -379,124 +343,24 @@ def _npmrc_items(path: Path, workspace: Path | None = None) -> list[tuple[str, s
     return items
 
 
-def _npmrc_secret(key: str, credential_hosts: set[str]) -> bool:
-    """`_authToken`, or `//host/path/:_authToken` (kept when its host is opted in)."""
-    base = key.rsplit(":", 1)[-1].lower() if key.startswith("//") else key.lower()
-    if base not in _NPMRC_SECRET_KEYS:
-        return False
-    if key.startswith("//"):
-        host = key[2:].split("/", 1)[0].split(":", 1)[0].lower()
-        return host not in credential_hosts
-    return True
-
-
-def sanitized_npmrc(home: Path, environ: Mapping[str, str] | None = None, credential_hosts: Iterable[str] = ()) -> str | None:
-    """The person's ~/.npmrc without its secrets (None when there is none): registries, scopes, and every
-    other setting reach npm, pnpm and yarn inside; tokens only for opted-in hosts."""
-    environ = os.environ if environ is None else environ
-    path = npmrc_path(home, environ)
-    if read_metadata_text(path) is None:
-        return None
-    hosts = {h.lower() for h in credential_hosts}
-    lines = [f"; generated by gtd from {_short(path, home)}: credentials left out unless opted in "
-             "(sandbox.registryCredentials)"]
-    for key, value in _npmrc_items(path):
-        if _npmrc_secret(key, hosts) or key.lower() in ("userconfig", "globalconfig"):
-            continue
-        lines.append(f"{key}={strip_credentials(value, hosts)}")
-    return "\n".join(lines) + "\n"
-
-
-# Keys in user config files whose values are credentials themselves (yarn berry, yarn classic, uv, pip).
-# Compiled at first use (~1 ms), by re's cache: most sessions find no such file to clean.
-_SECRET_LINE = (r"^\s*[\"']?(npmAuthToken|npmAuthIdent|_authToken|_auth|_password|password|token|"
-                r"client-cert|client-key)[\"']?\s*[:=\s]")
-
-
-def sanitized_config_files(home: Path, environ: Mapping[str, str] | None = None,
-                           credential_hosts: Iterable[str] = ()) -> list[tuple[Path, str]]:
-    """The person's registry config files that hold credentials, each with a copy that holds none: the
-    sandbox sees the copy in its place (pip.conf, uv.toml, ~/.yarnrc, ~/.yarnrc.yml). Files without
-    credentials are not listed: the tools read them as they are."""
-    environ = os.environ if environ is None else environ
-    hosts = {h.lower() for h in credential_hosts}
-    # Every user-level file, whether or not the tool reads it now (PIP_CONFIG_FILE=/dev/null): the point
-    # is that nothing inside can read the credentials.
-    candidates = [p for p in pip_config_files(home, {k: v for k, v in environ.items() if k != "PIP_CONFIG_FILE"})
-                  if str(p).startswith(str(home) + "/")]
-    explicit = environ.get("PIP_CONFIG_FILE")
-    if explicit and explicit != os.devnull and str(Path(explicit).expanduser()).startswith(str(home) + "/"):
-        candidates.append(Path(explicit).expanduser())
-    candidates += [_xdg_config(home, environ) / "uv" / "uv.toml", home / ".yarnrc", home / ".yarnrc.yml"]
-    out = []
-    for path in dict.fromkeys(candidates):
-        text = read_metadata_text(path)
-        if text is None:
-            continue
-        lines = []
-        for line in text.splitlines():
-            if re.match(_SECRET_LINE, line, re.IGNORECASE):
-                lines.append("# (a credential, left out by gtd)")
-            else:
-                lines.append(strip_credentials(line, hosts))
-        clean = "\n".join(lines) + "\n"
-        if clean.rstrip("\n") != text.rstrip("\n"):
-            out.append((path, clean))
-    return out
-
-
-def _private_copy(prefix: str, text: str) -> str:
-    """`text` in a new file of the host's temporary directory (mode 0600: never visible inside); its path."""
-    import tempfile  # here: most sessions find nothing to copy
-
-    fd, path = tempfile.mkstemp(prefix=prefix)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return path
-
-
 class ToolSettings:
-    """One session's share of the person's registry settings: the tools' variables (secrets left out)
-    and the sanitized npmrc, bound read-only at NPMRC_IN_SANDBOX (the real ~/.npmrc stays hidden)."""
+    """One session's share of the person's registry settings: the tools' variables, secrets left out.
+    Their settings files are not here: gtd writes those into the hidden HOME (policy.generated_files)."""
 
     def __init__(self, home: Path, credential_hosts: Iterable[str] = ()):
         self.home = home
         self.credential_hosts = tuple(credential_hosts)
         self._env: dict[str, str] = {}
-        self._file: str | None = None
-        self._covers: list[tuple[str, str]] = []  # (temp file with the sanitized copy, the real file it covers)
 
-    def start(self, *, bind: bool) -> "ToolSettings":
+    def start(self, *, bind: bool = True) -> "ToolSettings":
         self._env = tool_environment(credential_hosts=self.credential_hosts)
-        npmrc = sanitized_npmrc(self.home, credential_hosts=self.credential_hosts) if bind else None
-        if npmrc is not None:
-            self._file = _private_copy("gtd-npmrc-", npmrc)
-            self._env["NPM_CONFIG_USERCONFIG"] = NPMRC_IN_SANDBOX
-        if bind:
-            maven = sanitized_maven_settings(self.home, self.credential_hosts)
-            covers = sanitized_config_files(self.home, credential_hosts=self.credential_hosts)
-            if maven is not None:
-                covers.append((self.home.joinpath(*MAVEN_SETTINGS), maven))
-            for path, clean in covers:
-                self._covers.append((_private_copy("gtd-config-", clean), os.path.realpath(path)))
         return self
 
     def environment(self) -> dict[str, str]:
         return dict(self._env)
 
     def bwrap_args(self) -> list[str]:
-        """Mounts after the policy's: the sanitized npmrc, and each sanitized copy over its original."""
-        args = ["--ro-bind", self._file, NPMRC_IN_SANDBOX] if self._file else []
-        for temp, real in self._covers:
-            args += ["--ro-bind", temp, real]
-        return args
+        return []
 
     def close(self) -> None:
-        paths = [self._file] + [temp for temp, _ in self._covers]
-        self._file, self._covers = None, []
-        for path in paths:
-            if path:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+        self._env = {}

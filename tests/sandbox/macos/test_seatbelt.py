@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gtd.config.schema import GtdConfig, Level, Phase
@@ -43,3 +45,58 @@ def test_full_level_has_no_profile(tmp_path, repo, home):
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.FULL, home=home)
     with pytest.raises(ValueError):
         render_profile(policy, proxy_port=1)
+
+
+def _forms(text: str, head: str) -> list[str]:
+    """Each top-level form starting with `head` (comments dropped), as one line."""
+    forms, current, depth, taking = [], [], 0, False
+    for line in text.splitlines():
+        code = line.split(";;", 1)[0].strip()
+        if not code:
+            continue
+        if depth == 0:
+            taking = code.startswith(head)
+        if taking:
+            current.append(code)
+        depth += code.count("(") - code.count(")")
+        if depth == 0 and current:
+            forms.append(" ".join(current))
+            current = []
+    return forms
+
+
+@pytest.mark.parametrize("level", [Level.READONLY, Level.READWRITE, Level.NETWORK])
+def test_mach_lookups_are_a_list_that_leaves_out_the_keychain(tmp_path, repo, home, level):
+    """No blanket `(allow mach-lookup)`: only named services, none of the keychain's, and those denied by
+    name after every allow (later rules win in SBPL)."""
+    text = _profile(tmp_path, repo, home, level)
+    allows = _forms(text, "(allow mach-lookup")
+    assert allows and all("(global-name " in form for form in allows)
+    allowed = {name for form in allows for name in re.findall(r'\(global-name "([^"]+)"\)', form)}
+    assert {"com.apple.trustd.agent", "com.apple.system.opendirectoryd.libinfo", "com.apple.bsd.dirhelper"} <= allowed
+    assert not allowed & {"com.apple.SecurityServer", "com.apple.securityd.xpc", "com.apple.secd"}
+    denies = _forms(text, "(deny mach-lookup")
+    assert len(denies) == 1 and '(global-name "com.apple.SecurityServer")' in denies[0]
+    assert text.rindex("(deny mach-lookup") > text.rindex("(allow mach-lookup")
+    assert "(allow mach-lookup)" not in text
+
+
+@pytest.mark.parametrize("level", [Level.READONLY, Level.READWRITE, Level.NETWORK])
+def test_keychains_and_credential_stores_under_library_are_denied_after_every_allow(tmp_path, repo, home, level):
+    text = _profile(tmp_path, repo, home, level)
+    denied = next(f for f in _forms(text, "(deny file-read* file-write*"))
+    for rel in ("Keychains", "Cookies", "Accounts", "Application Support/Google/Chrome", "Application Support/Slack"):
+        assert f'(subpath "/Users/dev/home/Library/{rel}")' in denied
+    last_allow = max(text.rindex("(allow file-read*"), text.rindex("(allow file-write*"))
+    assert text.index("(deny file-read* file-write*") > last_allow
+    unlink = _forms(text, "(deny file-write-unlink")[-1]
+    assert '(literal "/Users/dev/home/Library")' in unlink and '(literal "/Users/dev/home/Library/Application Support")' in unlink
+
+
+def test_library_stays_denied_when_home_is_writable(tmp_path, home):
+    """HOME as the workspace (writable at readwrite): the keychains stay out of reach all the same."""
+    git("init", "-q", cwd=home)
+    policy = build_policy(GtdConfig(), workspace=home, level=Level.READWRITE, home=home)
+    text = render_profile(policy, proxy_port=1).replace(macos_path(tmp_path), "/Users/dev")
+    assert any(f'(subpath "/Users/dev/home")' in f for f in _forms(text, "(allow file-write*"))
+    assert text.index('(subpath "/Users/dev/home/Library/Keychains")') > text.rindex("(allow file-write*")

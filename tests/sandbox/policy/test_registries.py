@@ -8,7 +8,8 @@ import pytest
 
 from gtd.config.schema import GtdConfig, Level
 from gtd.sandbox.policy.sandbox_policy import build_policy
-from gtd.sandbox.policy.registries import sanitized_config_files, sanitized_npmrc, strip_credentials, tool_environment, user_registries
+from gtd.sandbox.policy.registries import strip_credentials, tool_environment, user_registries
+from gtd.sandbox.policy.registry_files import registry_files
 from gtd.sandbox.diagnose.why import why_host
 
 
@@ -105,22 +106,67 @@ def test_tool_variables_reach_the_sandbox_without_credentials():
     assert strip_credentials("sparse+https://t@cargo.test/index/") == "sparse+https://cargo.test/index/"
 
 
-def test_npmrc_and_config_files_lose_their_secrets_unless_the_host_is_opted_in(tmp_path):
+def _generated(home, ws=None, hosts=()) -> dict[str, str]:
+    return {str(p.relative_to(home)): text for p, text, _ in registry_files(home, ws or home.parent / "ws", hosts, {})}
+
+
+def test_npmrc_is_written_by_gtd_with_urls_and_listed_settings_and_tokens_only_for_opted_in_hosts(tmp_path):
     home = tmp_path / "h"
     _write(home / ".npmrc", "registry=https://npm.corp.test/\n_authToken=GLOBALSECRET\n//npm.corp.test/:_authToken=SECRET\n"
-                            "//other.test/:_password=PW\nstrict-ssl=false\n")
-    clean = sanitized_npmrc(home, {})
+                            "//other.test/:_password=PW\nstrict-ssl=false\nsome-future-key=FUTURESECRET\n"
+                            "@acme:registry=https://me:URLSECRET@acme.test/\n")
+    clean = _generated(home)[".npmrc"]
     assert "SECRET" not in clean and "PW" not in clean
     assert "registry=https://npm.corp.test/" in clean and "strict-ssl=false" in clean
-    opted = sanitized_npmrc(home, {}, ["npm.corp.test"])
+    assert "@acme:registry=https://acme.test/" in clean
+    opted = _generated(home, hosts=["npm.corp.test"])[".npmrc"]
     assert "//npm.corp.test/:_authToken=SECRET" in opted and "GLOBALSECRET" not in opted and "PW" not in opted
-    _write(home / ".yarnrc.yml", 'npmRegistryServer: "https://y.test"\nnpmAuthToken: "YSECRET"\n')
-    _write(home / ".config/pip/pip.conf", "[global]\nindex-url = https://me:PIPSECRET@p.test/simple\n")
-    _write(home / ".config/uv/uv.toml", 'index-url = "https://uv.test/simple"\n')  # nothing secret: not replaced
-    files = {str(p.relative_to(home)): text for p, text in sanitized_config_files(home, {})}
-    assert set(files) == {".yarnrc.yml", ".config/pip/pip.conf"}
-    assert "YSECRET" not in files[".yarnrc.yml"] and "https://y.test" in files[".yarnrc.yml"]
-    assert files[".config/pip/pip.conf"] == "[global]\nindex-url = https://p.test/simple\n"
+
+
+def test_every_registry_settings_file_is_generated_even_without_anything_credential_like(tmp_path):
+    """The person's file is never shown as it is: a secret in a form no pattern knows stays out too."""
+    home = tmp_path / "h"
+    _write(home / ".config/uv/uv.toml", 'index-url = "https://uv.test/simple"\nextra-build-dependencies = "LOOKS-HARMLESS"\n')
+    _write(home / ".config/pip/pip.conf", "[global]\nindex-url = https://me:PIPSECRET@p.test/simple\nclient-cert = /k.pem\n")
+    _write(home / ".config/go/env", "GOPROXY=https://u:GOSECRET@goproxy.test\nGOAUTH=git dir\n")
+    _write(home / ".gradle/gradle.properties", "org.gradle.parallel=true\nsystemProp.https.proxyPassword=GRADLESECRET\n"
+                                               "org.gradle.jvmargs=-Xmx2g -Djavax.net.ssl.keyStorePassword=JVMSECRET\n")
+    files = _generated(home)
+    assert set(files) == {".config/uv/uv.toml", ".config/pip/pip.conf", ".config/go/env", ".gradle/gradle.properties"}
+    assert 'index-url = "https://uv.test/simple"' in files[".config/uv/uv.toml"] and "LOOKS" not in files[".config/uv/uv.toml"]
+    assert files[".config/pip/pip.conf"].splitlines()[1:] == ["[global]", "index-url = https://p.test/simple"]
+    assert files[".config/go/env"].splitlines()[1:] == ["GOPROXY=https://goproxy.test"]
+    assert files[".gradle/gradle.properties"].splitlines()[1:] == ["org.gradle.parallel=true", "org.gradle.jvmargs=-Xmx2g"]
+
+
+def test_yarn_settings_leak_no_token_in_any_form(tmp_path):
+    """yarn 1 `_authToken` lines (bare, quoted, per registry) and yarnrc.yml flow maps and block scalars:
+    the sanitized copies of the last round kept them."""
+    home = tmp_path / "h"
+    _write(home / ".yarnrc", 'registry "https://yarn.corp.test/"\n_authToken Y1SECRET\n"_authToken" "Y2SECRET"\n'
+                             '"//yarn.corp.test/:_authToken" "Y3SECRET"\n  //nested/:_authToken Y4SECRET\n'
+                             '"@acme:registry" "https://acme.test/"\n')
+    _write(home / ".yarnrc.yml", 'npmRegistryServer: "https://berry.corp.test"\n'
+                                 'npmScopes: {acme: {npmRegistryServer: "https://acme.test", npmAuthToken: B1SECRET}}\n'
+                                 "npmRegistries:\n  //berry.corp.test:\n    npmAuthIdent: |\n      B2SECRET\n"
+                                 "npmAuthToken: >-\n  B3SECRET\n"
+                                 "unsafeHttpWhitelist: [localhost]\n")
+    files = _generated(home)
+    assert "SECRET" not in files[".yarnrc"] + files[".yarnrc.yml"]
+    assert files[".yarnrc"].splitlines()[1:] == ['"registry" "https://yarn.corp.test/"', '"@acme:registry" "https://acme.test/"']
+    import yaml
+
+    assert yaml.safe_load(files[".yarnrc.yml"]) == {"npmRegistryServer": "https://berry.corp.test",
+                                                    "unsafeHttpWhitelist": ["localhost"],
+                                                    "npmScopes": {"acme": {"npmRegistryServer": "https://acme.test"}}}
+
+
+def test_a_settings_file_in_the_workspace_is_not_used(tmp_path):
+    home, ws = tmp_path / "h", tmp_path / "ws"
+    _write(ws / "npmrc", "registry=https://planted.test/\n")
+    home.mkdir()
+    (home / ".npmrc").symlink_to(ws / "npmrc")
+    assert ".npmrc" not in _generated(home, ws)
 
 
 @pytest.mark.parametrize("host", ["*.corp.test", "https://x.test", "a b", ""])
@@ -131,27 +177,59 @@ def test_registry_credentials_must_name_exact_hosts(host):
         GtdConfig.model_validate({"sandbox": {"registryCredentials": [host]}})
 
 
-def test_maven_settings_mirrors_are_registries_and_server_passwords_stay_out(tmp_path):
-    from gtd.sandbox.policy.registries import sanitized_maven_settings
+MAVEN_LEAKY = (
+    '<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">\n'
+    "<servers><server><id>corp</id><username>me</username><password>MVNSECRET</password></server>"
+    "<server><id>other</id><privateKey>KEY</privateKey></server>"
+    "<server><id>gitlab</id><configuration><httpHeaders><property><name>Private-Token</name>"
+    "<value>GLSECRET</value></property></httpHeaders></configuration></server></servers>\n"
+    "<proxies><proxy><id>p</id><host>proxy.corp</host><port>8080</port><username>pu</username>"
+    "<password>PROXYSECRET</password></proxy></proxies>\n"
+    "<mirrors><mirror><id>corp</id><mirrorOf>*</mirrorOf><url>https://maven.corp.test/repo</url></mirror></mirrors>\n"
+    "<profiles><profile><id>ci</id><properties><sonar.login>PROPSECRET</sonar.login></properties>"
+    "<repositories><repository><id>other</id><url>https://u:p@other.test/m2</url></repository>"
+    "<repository><id>gitlab</id><url>https://gitlab.test/api/v4/packages/maven</url></repository>"
+    "</repositories></profile></profiles>\n<activeProfiles><activeProfile>ci</activeProfile></activeProfiles>\n</settings>\n")
+
+
+def test_maven_settings_are_written_from_mirrors_and_repositories_and_no_secret_survives(tmp_path):
+    import xml.etree.ElementTree as ET
 
     home = tmp_path / "h"
-    _write(home / ".m2/settings.xml",
-           '<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">\n'
-           "<servers><server><id>corp</id><username>me</username><password>MVNSECRET</password></server>"
-           "<server><id>other</id><privateKey>KEY</privateKey></server></servers>\n"
-           "<mirrors><mirror><id>corp</id><mirrorOf>*</mirrorOf><url>https://maven.corp.test/repo</url></mirror></mirrors>\n"
-           "<profiles><profile><repositories><repository><id>other</id><url>https://u:p@other.test/m2</url>"
-           "</repository></repositories></profile></profiles>\n</settings>\n")
+    _write(home / ".m2/settings.xml", MAVEN_LEAKY)
     found = {r.rule: r.origin for r in user_registries(home, {})}
     assert found == {"maven.corp.test:443": "~/.m2/settings.xml mirror corp",
-                     "other.test:443": "~/.m2/settings.xml repository other"}
-    clean = sanitized_maven_settings(home)
-    assert "MVNSECRET" not in clean and "KEY" not in clean and "u:p@" not in clean
-    assert "<username>me</username>" in clean and "https://maven.corp.test/repo" in clean
-    opted = sanitized_maven_settings(home, ["maven.corp.test"])
-    assert "MVNSECRET" in opted and "KEY" not in opted
+                     "other.test:443": "~/.m2/settings.xml repository other",
+                     "gitlab.test:443": "~/.m2/settings.xml repository gitlab"}
+    clean = _generated(home)[".m2/settings.xml"]
+    for secret in ("MVNSECRET", "KEY", "u:p@", "GLSECRET", "Private-Token", "PROXYSECRET", "proxy.corp", "PROPSECRET"):
+        assert secret not in clean
+    root = ET.fromstring(clean)
+    ns = {"m": "http://maven.apache.org/SETTINGS/1.0.0"}
+    assert [e.text for e in root.findall("m:mirrors/m:mirror/m:url", ns)] == ["https://maven.corp.test/repo"]
+    assert [e.text for e in root.findall(".//m:repository/m:url", ns)] == ["https://other.test/m2",
+                                                                           "https://gitlab.test/api/v4/packages/maven"]
+    assert [e.text for e in root.findall("m:activeProfiles/m:activeProfile", ns)] == ["ci"]
+    opted = _generated(home, hosts=["gitlab.test"])[".m2/settings.xml"]  # that server as it is; no other
+    assert "GLSECRET" in opted and "MVNSECRET" not in opted and "PROXYSECRET" not in opted
     _write(home / ".m2/settings.xml", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><settings>&e;</settings>')
-    assert sanitized_maven_settings(home) is None and user_registries(home, {}) == []
+    assert ".m2/settings.xml" not in _generated(home) and user_registries(home, {}) == []
+
+
+def test_a_registry_asking_for_credentials_gets_a_hint_naming_the_setting(tmp_path):
+    from gtd.sandbox.diagnose.hints import split_hints
+
+    home, ws = tmp_path / "h", tmp_path / "ws"
+    ws.mkdir()
+    _write(home / ".npmrc", "registry=https://npm.corp.test/\n//npm.corp.test/:_authToken=SECRET\n")
+    policy = build_policy(GtdConfig(), workspace=ws, level=Level.NETWORK, home=home)
+    output = "npm error code E401\nnpm error Unable to authenticate, need: Basic realm=\"npm.corp.test\"\n"
+    told, person = split_hints(output, policy)
+    assert told == [] and len(person) == 1
+    assert "npm.corp.test" in person[0] and "sandbox.registryCredentials" in person[0] and "~/.npmrc registry" in person[0]
+    opted = GtdConfig.model_validate({"sandbox": {"registryCredentials": ["npm.corp.test"]}})
+    assert split_hints(output, build_policy(opted, workspace=ws, level=Level.NETWORK, home=home)) == ([], [])
+    assert split_hints("npm error code E404 npm.corp.test", policy) == ([], [])
 
 
 def test_credential_variables_pass_only_for_an_opted_in_registry():
