@@ -37,6 +37,9 @@ class AgentRequest:
     # False: a one-shot answer with no tools at all, under this system prompt alone (the escalation reviewer,
     # gtd/escalation/reviewer.py). Only providers with `answers_without_tools` can run such a request.
     tools: bool = True
+    # {route: base URL inside the sandbox} of gtd's model credential gateway (sandbox/credential_gateway.py),
+    # filled in by the runner from the session: the CLI's config points there instead of at the API itself.
+    gateway: dict[str, str] = field(default_factory=dict)
 
 
 @record
@@ -67,6 +70,9 @@ class SandboxNeeds:
     # A login the CLI reads from its gtd-managed config dir although the person's file lives elsewhere
     # (claude's `~/.claude/.credentials.json`): {where the CLI looks: (the person's file, why)}, bound read-only.
     login_files: dict[Path, tuple[Path, str]] = field(default_factory=dict)
+    # The model APIs the CLI reaches through gtd's credential gateway (sandbox/credential_gateway.py: a
+    # GatewayRoute each); their keys reach the CLI only as per-session placeholders.
+    model_routes: list = field(default_factory=list)
 
     def add_cloud(self, cloud) -> None:
         """Let in a chosen cloud provider's credentials (a providers.cloud_credentials.CloudCredentials)."""

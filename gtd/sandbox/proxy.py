@@ -81,6 +81,7 @@ class FilteringProxy:
         on_denied: Callable[[str, int, str], None] | None = None,
         resolver: Resolver | None = None,
         connect_timeout: float = 15.0,
+        find_secret: Callable[[bytes], str | None] | None = None,
     ):
         self.rules = rules
         self.token = token
@@ -93,6 +94,8 @@ class FilteringProxy:
         self._listeners: dict[socket.socket, Background] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
+        # What a model-credential placeholder in a request stands for (credential_gateway.py), or None.
+        self._find_secret = find_secret
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
@@ -298,6 +301,8 @@ class FilteringProxy:
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
+            if self._carries_placeholder(conn, head, target, 443):
+                return None
             verdict = self._authorize_target(conn, target, 443)
             if verdict is None:
                 return None
@@ -317,6 +322,8 @@ class FilteringProxy:
         if "@" in authority or body_length is None:
             _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
             return None
+        if self._carries_placeholder(conn, head, authority, 80):
+            return None
         verdict = self._authorize_target(conn, authority, 80)
         if verdict is None:
             return None
@@ -325,6 +332,9 @@ class FilteringProxy:
             if not chunk:
                 break
             rest += chunk
+        if self._carries_placeholder(conn, rest[:body_length], authority, 80):
+            verdict.sock.close()
+            return None
         skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive", "host"}
         out = [f"{method} /{path if slash else ''} {version}", f"Host: {authority}"]
         out += [f"{k}: {v}" for k, v in headers if k.lower() not in skip]
@@ -333,6 +343,22 @@ class FilteringProxy:
         verdict.sock.sendall(request)
         self._one_way.add(conn)
         return verdict.sock
+
+    def _carries_placeholder(self, conn: socket.socket, data: bytes, authority: str, default_port: int) -> bool:
+        """Refuse (403, reported) a request that carries a model credential's placeholder: only gtd's credential
+        gateway exchanges it for the real key, so anywhere else it is an attempt to exfiltrate that key."""
+        what = self._find_secret(data) if self._find_secret is not None else None
+        if what is None:
+            return False
+        try:
+            host, port = split_host_port(authority)
+        except ValueError:
+            host, port = authority[:300], None
+        verdict = self._deny(host, port or default_port, f"exfiltration attempt: the request carries the placeholder "
+                             f"for {what}, which only gtd's model gateway may receive (the real key never enters "
+                             f"the sandbox)")
+        _refuse(conn, authority, verdict)
+        return True
 
     def _authorize_target(self, conn: socket.socket, authority: str,
                           default_port: int) -> Verdict | None:

@@ -115,6 +115,7 @@ class SandboxSession:
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
         self._journal = None  # this session's baseline on disk, locked (gitguard.remember) until it closes
+        self._credentials = None  # the model credential gateway (credential_gateway.py), Linux only
         self.token = _token()
         self.proxy_port = PROXY_PORT
 
@@ -154,6 +155,10 @@ class SandboxSession:
                 except (OSError, ImportError, AttributeError) as exc:
                     raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
                 self._proxy = self._make_proxy()
+                if self.policy.model_routes:
+                    from gtd.sandbox.credential_gateway import CredentialGateway
+
+                    self._credentials = CredentialGateway(self.policy.model_routes, on_misuse=self._gateway_misuse)
                 from gtd.sandbox.caches import CacheLayer
 
                 self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
@@ -354,7 +359,28 @@ class SandboxSession:
         if self._caches is not None:
             env.update(self._caches.environment())
         env.update({k: str(v) for k, v in (extra or {}).items()})
+        if self._credentials is not None:  # last: no key reaches the sandbox, whoever named it
+            from gtd.sandbox.credential_gateway import BASE_URL_VARS, gateway_url
+
+            for key, placeholder in self._credentials.env_placeholders.items():
+                env[key] = placeholder
+            for key, route in BASE_URL_VARS.items():
+                if route in self._credentials.routes:
+                    env[key] = gateway_url(route)
         return env
+
+    def gateway_urls(self) -> dict[str, str]:
+        """{route: the base URL inside the sandbox} for the model APIs behind the credential gateway; empty
+        when there is none (unsandboxed, macOS): the CLI then talks to its API as configured."""
+        if self._credentials is None:
+            return {}
+        from gtd.sandbox.credential_gateway import gateway_url
+
+        return {name: gateway_url(name) for name in self._credentials.routes}
+
+    def _gateway_misuse(self, route: str, reason: str) -> None:
+        self.record_violation(Violation.now("network", f"model gateway route {route}", self.policy.level,
+                                            f"exfiltration attempt: {reason}"))
 
     # -- Linux backend -----------------------------------------------------------------------
     def untrusted_dirs(self) -> tuple[Path, ...]:
@@ -395,7 +421,11 @@ class SandboxSession:
         self._names = StandInNames()
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
         return FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied,
-                              resolver=self._resolver)
+                              resolver=self._resolver, find_secret=self._find_placeholder)
+
+    def _find_placeholder(self, data: bytes) -> str | None:
+        """What a model-credential placeholder in `data` stands for (the proxy refuses to carry it)."""
+        return self._credentials.find_placeholder(data) if self._credentials is not None else None
 
     def _ask(self, host: str, port: int) -> bool:
         return bool(self._decider(NetworkRequest(host, port, self.policy.level)))
@@ -451,11 +481,14 @@ class SandboxSession:
         from gtd.sandbox.netns import NamespaceLayout
 
         forwards = tuple(self.policy.host_loopback_ports)
+        from gtd.sandbox.credential_gateway import GATEWAY_PORT
+
         return NamespaceLayout(
             proxy_port=self.proxy_port,
             intercept_ports=tuple(p for p in self.policy.intercept_ports if p not in forwards),
             dns=True,
-            forward_ports=forwards,
+            forward_ports=tuple(p for p in forwards if p != GATEWAY_PORT),
+            gateway_port=GATEWAY_PORT if self._credentials is not None else None,
         )
 
     def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
@@ -473,7 +506,10 @@ class SandboxSession:
 
             policy = replace(policy, writable=(*policy.writable, *self._caches.writable()))
         launch_args, launch_fds = self._layers.mounts()
-        plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ())])
+        login_args, login_fds = self._login_stand_ins()
+        launch_fds = [*launch_fds, *login_fds]
+        plan = render_mounts(policy, after=[*launch_args, *(self._tools.bwrap_args() if self._tools else ()),
+                                            *login_args])
         if plan.writes_reach(policy.workspace):
             if policy.git_state is not None and not policy.git_state.walked:
                 plan.close()
@@ -561,7 +597,7 @@ class SandboxSession:
                 sockets = helper.sockets_for(int(info["child-pid"]))
             except OSError as exc:
                 raise network_failed(exc) from exc
-            gateway = NamespaceGateway(sockets, self._proxy, self._names)
+            gateway = NamespaceGateway(sockets, self._proxy, self._names, self._credentials)
             with self._lock:
                 self._children.append((proc, _GatewayStarting(gateway, proc, int(info["child-pid"]))))
             if attaching is not None:
@@ -578,6 +614,22 @@ class SandboxSession:
             os.close(info_r)
             os.close(block_w)
         return proc
+
+    def _login_stand_ins(self) -> tuple[list[str], list[int]]:
+        """bwrap arguments (and their fds) that put each login's placeholder file where the CLI looks for its
+        login, read-only: the real one stays on the host (credential_gateway.py)."""
+        if self._credentials is None:
+            return [], []
+        from gtd.sandbox.bwrap import data_fd
+
+        args: list[str] = []
+        fds: list[int] = []
+        for name, placeholder in self._credentials.login_placeholders.items():
+            login = self._credentials.routes[name].login
+            fd = data_fd(login.stand_in(placeholder).encode())
+            fds.append(fd)
+            args += ["--ro-bind-data", str(fd), str(login.target)]
+        return args, fds
 
     def _bwrap_failed(self, status: int | None, policy: SandboxPolicy) -> SandboxUnavailable:
         """The error for a bwrap that exited before the command ran, in bwrap's own words: the first line it
