@@ -37,7 +37,7 @@ class AgentRequest:
     # False: a one-shot answer with no tools at all, under this system prompt alone (the escalation reviewer,
     # gtd/escalation/reviewer.py). Only providers with `answers_without_tools` can run such a request.
     tools: bool = True
-    # {route: base URL inside the sandbox} of gtd's model credential gateway (sandbox/credential_gateway.py),
+    # {route: base URL inside the sandbox} of gtd's model credential gateway (sandbox/network/credential_gateway.py),
     # filled in by the runner from the session: the CLI's config points there instead of at the API itself.
     gateway: dict[str, str] = field(default_factory=dict)
 
@@ -61,7 +61,7 @@ class SandboxNeeds:
     writable_dirs: list[Path] = field(default_factory=list)  # state dirs: sessions, caches
     protected_paths: list[Path] = field(default_factory=list)  # its config/hook/plugin dirs: read-only
     # What the CLI reads from its gtd-managed dir (the config gtd writes for it): shown read-only in the
-    # hidden HOME (sandbox/home_allow.py).
+    # hidden HOME (sandbox/policy/home_allow.py).
     read_dirs: list[Path] = field(default_factory=list)
     env_passthrough: list[str] = field(default_factory=list)  # credential env var names let in
     # A cloud model provider's (Bedrock, Vertex: providers/cloud_credentials.py) variables and files, with why.
@@ -70,7 +70,7 @@ class SandboxNeeds:
     # A login the CLI reads from its gtd-managed config dir although the person's file lives elsewhere
     # (claude's `~/.claude/.credentials.json`): {where the CLI looks: (the person's file, why)}, bound read-only.
     login_files: dict[Path, tuple[Path, str]] = field(default_factory=dict)
-    # The model APIs the CLI reaches through gtd's credential gateway (sandbox/credential_gateway.py: a
+    # The model APIs the CLI reaches through gtd's credential gateway (sandbox/network/credential_gateway.py: a
     # GatewayRoute each); their keys reach the CLI only as per-session placeholders.
     model_routes: list = field(default_factory=list)
 

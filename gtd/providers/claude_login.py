@@ -1,5 +1,5 @@
 """Claude's subscription login, kept on the host: the CLI inside gets a placeholder login file, and gtd's
-credential gateway puts the real OAuth access token into each model request (sandbox/credential_gateway.py).
+credential gateway puts the real OAuth access token into each model request (sandbox/network/credential_gateway.py).
 
 The person's login (`~/.claude/.credentials.json`, written by `claude` + /login) is read on the host only.
 The placeholder file gtd gives the CLI holds the same account fields with both tokens replaced, and an

@@ -3,7 +3,7 @@
 A route names one model API (its upstream base URL, fixed at the session's start) and the environment
 variables whose value only that API may receive. Inside the sandbox the CLI is given the gateway's URL
 for the route (`http://127.0.0.1:3129/<route>`) where it would have had the upstream's, and a placeholder
-where it would have had the key (sandbox/credential_gateway.py).
+where it would have had the key (sandbox/network/credential_gateway.py).
 
 Covered: Anthropic (ANTHROPIC_BASE_URL or the default; an API key, an auth token, or claude's subscription
 login), OpenAI (OPENAI_BASE_URL or the default), the built-in providers whose default endpoint both opencode
@@ -19,7 +19,7 @@ import os
 import re
 
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, openai_base_url, strip_v1
-from gtd.sandbox.credential_gateway import GatewayRoute
+from gtd.sandbox.network.credential_gateway import GatewayRoute
 
 ANTHROPIC_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_OAUTH_TOKEN")
 OPENAI_SECRETS = ("OPENAI_API_KEY",)

@@ -77,7 +77,7 @@ def keyed(agent, fake_model, monkeypatch):
 
 
 def open_session(repo, provider, isolated_home, *, allow=(), resolver=None, violations=None):
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     config = GtdConfig.model_validate({"sandbox": {"levels": {"readwrite": {"allowDomains": list(allow)}}}})
