@@ -60,7 +60,7 @@ def sandbox_checks(cli_needs=None, *, cli: str | None = None, config=None, works
 
 def _caches_check() -> dict:
     """Package caches at readwrite: a copy-on-write overlay per project, or the per-project fallback."""
-    from gtd.sandbox.policy.caches import overlay_check
+    from gtd.sandbox.linux.cache_layer import overlay_check
 
     ok, detail = overlay_check()
     if ok:

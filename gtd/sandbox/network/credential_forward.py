@@ -12,14 +12,16 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
-from gtd.sandbox.network.credential_gateway import AUTH_HEADERS, HOP_BY_HOP, MAX_BODY, MAX_HEAD, UPSTREAM_SECONDS
+AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+              "host", "content-length", "proxy-authorization", "accept-encoding"}
+MAX_HEAD = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024  # a conversation with images stays far below
+UPSTREAM_SECONDS = 900.0  # a model that thinks long before its first byte
 
-TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
-if TYPE_CHECKING:
-    from gtd.sandbox.network.credential_gateway import CredentialGateway
 
-
-def forward(gateway: CredentialGateway, conn: socket.socket) -> None:
+def forward(gateway, conn: socket.socket) -> None:
+    """Serve one request on `conn` for `gateway` (a credential_gateway.CredentialGateway)."""
     head, rest = _read_head(conn)
     if head is None:
         return

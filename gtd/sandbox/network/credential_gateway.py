@@ -33,12 +33,6 @@ if TYPE_CHECKING:
     from typing import Callable, Mapping
 
 GATEWAY_PORT = 3129  # inside the sandbox's own network namespace, beside the proxy's 3128
-AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
-              "host", "content-length", "proxy-authorization", "accept-encoding"}
-MAX_HEAD = 64 * 1024
-MAX_BODY = 64 * 1024 * 1024  # a conversation with images stays far below
-UPSTREAM_SECONDS = 900.0  # a model that thinks long before its first byte
 PLACEHOLDER_PREFIX = "gtd-placeholder-"
 # The base URL variables the CLIs read, pointed at the gateway inside the sandbox: variable -> route.
 BASE_URL_VARS = {"ANTHROPIC_BASE_URL": "anthropic", "OPENAI_BASE_URL": "openai"}

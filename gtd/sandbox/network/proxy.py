@@ -345,20 +345,14 @@ class FilteringProxy:
         return verdict.sock
 
     def _carries_placeholder(self, conn: socket.socket, data: bytes, authority: str, default_port: int) -> bool:
-        """Refuse (403, reported) a request that carries a model credential's placeholder: only gtd's credential
-        gateway exchanges it for the real key, so anywhere else it is an attempt to exfiltrate that key."""
+        """Refuse (403, reported) a request carrying a model credential's placeholder: only gtd's credential
+        gateway exchanges it for the key, so anywhere else it is an attempt to exfiltrate that key."""
         what = self._find_secret(data) if self._find_secret is not None else None
-        if what is None:
-            return False
-        try:
-            host, port = split_host_port(authority)
-        except ValueError:
-            host, port = authority[:300], None
-        verdict = self._deny(host, port or default_port, f"exfiltration attempt: the request carries the placeholder "
-                             f"for {what}, which only gtd's model gateway may receive (the real key never enters "
-                             f"the sandbox)")
-        _refuse(conn, authority, verdict)
-        return True
+        if what is not None:
+            host, _, port = authority.rpartition(":") if authority.rpartition(":")[2].isdigit() else (authority, "", "")
+            _refuse(conn, authority, self._deny(host[:300], int(port or default_port), f"exfiltration attempt: the "
+                    f"request carries the placeholder for {what}, which only gtd's model gateway may receive"))
+        return what is not None
 
     def _authorize_target(self, conn: socket.socket, authority: str,
                           default_port: int) -> Verdict | None:

@@ -9,7 +9,7 @@ from gtd.config.schema import Level
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.diagnose import doctor
 from gtd.sandbox.linux import userns
-from gtd.sandbox.session import _probe_bwrap
+from gtd.sandbox.linux.bwrap_backend import _probe_bwrap
 
 from sandbox_support import requires_bwrap
 
