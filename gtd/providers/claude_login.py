@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gtd.errors import GtdError
 
-TOKEN_URL = "https://console.anthropic.com/v1/oauth/token"
+TOKEN_URL = "https://platform.claude.com/v1/oauth/token"  # as the pinned claude refreshes
 CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"  # Claude Code's public OAuth client
 EXPIRY_MARGIN_SECONDS = 300
 STAND_IN_SECONDS = 365 * 24 * 3600  # the placeholder's expiry: far enough that claude never refreshes inside
@@ -71,7 +71,8 @@ class ClaudeLogin:
         oauth = data["claudeAiOauth"]
         try:
             answer = _post_json(os.environ.get("GTD_CLAUDE_TOKEN_URL") or TOKEN_URL, {
-                "grant_type": "refresh_token", "refresh_token": oauth.get("refreshToken"), "client_id": CLIENT_ID})
+                "grant_type": "refresh_token", "refresh_token": oauth.get("refreshToken"), "client_id": CLIENT_ID,
+                **({"scope": " ".join(oauth["scopes"])} if isinstance(oauth.get("scopes"), list) else {})})
             fresh = {**oauth, "accessToken": answer["access_token"],
                      "refreshToken": answer.get("refresh_token") or oauth.get("refreshToken"),
                      "expiresAt": int((time.time() + float(answer.get("expires_in") or 3600)) * 1000)}
