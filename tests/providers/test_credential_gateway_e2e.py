@@ -219,3 +219,26 @@ def test_gtd_sandbox_run_env_shows_no_key(keyed, repo, isolated_home):
     audit = [p for p in (repo / ".git").rglob("*") if p.is_file()] + \
         [p for p in (isolated_home / ".local").rglob("*") if p.is_file() and p.stat().st_size < (1 << 20)]
     assert not [p for p in audit if REAL.encode() in p.read_bytes()]
+
+
+def test_a_placeholder_sent_to_the_wrong_api_is_refused_and_reported(agent, repo, isolated_home, fake_model,
+                                                                      monkeypatch):
+    """The OpenAI key's placeholder sent to the gateway's Anthropic route: refused, shown and audited as an
+    exfiltration attempt, and nothing reaches the model API."""
+    from gtd import paths
+    from support import explain, run_gtd
+
+    if agent.name == "claude":
+        pytest.skip("claude is given no OpenAI key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL)
+    monkeypatch.setenv("OPENAI_API_KEY", REAL + "-openai")
+    paths.user_config_dir().mkdir(parents=True, exist_ok=True)
+    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": agent.name}))
+    result = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c",
+                     'curl -s -H "x-api-key: $OPENAI_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"', cwd=repo)
+    assert result.returncode == 0, explain(result)
+    assert "gtd model gateway: refused" in result.stdout and "OPENAI_API_KEY" in result.stdout, explain(result)
+    assert "refused network model gateway route anthropic (exfiltration attempt" in result.stderr, explain(result)
+    assert fake_model.requests == []
+    audit = (paths.project_state_dir(repo) / "audit.jsonl").read_text()
+    assert "exfiltration attempt" in audit and REAL not in audit + result.stdout + result.stderr

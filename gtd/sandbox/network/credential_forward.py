@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
-              "host", "content-length", "proxy-authorization", "accept-encoding"}
+              "host", "content-length", "proxy-authorization", "accept-encoding", "expect"}
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # a conversation with images stays far below
 UPSTREAM_SECONDS = 900.0  # a model that thinks long before its first byte
@@ -44,6 +44,8 @@ def forward(gateway, conn: socket.socket) -> None:
         _reply(conn, 404, "Not Found", f"gtd model gateway: no model API route {route_name!r} "
                                        f"(routes: {', '.join(sorted(gateway.routes)) or 'none'})\n")
         return
+    if any(k.lower() == "expect" and v.lower() == "100-continue" for k, v in headers) and not rest:
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")  # curl waits a second for it before a larger body
     body = _read_body(conn, headers, rest)
     if body is None:
         _reply(conn, 400, "Bad Request", "gtd model gateway: a request body it could not read (length)\n")
