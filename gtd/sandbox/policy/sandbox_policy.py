@@ -386,7 +386,7 @@ def _generated_files(home: Path) -> tuple[tuple[Path, str, str], ...]:
 
 
 # Inside the namespace: gtd's proxy port and DNS.
-RESERVED_PORTS = (3128, 53)
+RESERVED_PORTS = (3128, 53, 3129)  # 3129: the model credential gateway (network/credential_gateway.py)
 
 
 def loopback_ports(hosts) -> list[int]:
