@@ -220,7 +220,8 @@ class SandboxSession:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def environment(self, extra: dict | None = None) -> dict[str, str]:
-        """The sandbox's minimal environment: no host secrets except the provider's own credential."""
+        """The sandbox's minimal environment: no host secrets except the provider's own credential, and that
+        only as a placeholder where the credential gateway serves it (network/credential_gateway.py)."""
         env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env.setdefault("LANG", "C.UTF-8")
