@@ -45,6 +45,8 @@ def collect(directory=None) -> list[dict]:
         check.setdefault("required", sandbox_enabled)
         check["sandbox"] = True
         checks.append(check)
+    if provider is not None:
+        checks.append(_credentials(provider, workspace, config))
     providers = provider_report()
     for provider in providers:
         detail = f"{provider.get('version') or ''} {provider.get('path') or ''}".strip() or "not installed"
@@ -70,6 +72,18 @@ def _probed_provider(wanted: str, config):
     except GtdError:
         return None
     return provider if provider.name != "scripted" else None
+
+
+def _credentials(provider, workspace, config) -> dict:
+    """Which model credentials stay on the host behind gtd's gateway, and which still reach the CLI."""
+    from gtd.providers.credential_report import credential_row
+
+    try:
+        needs = provider.sandbox_needs(workspace)
+    except Exception as exc:  # noqa: BLE001 - doctor reports, it never stops on one check
+        return _check("model credentials", False, f"could not be worked out: {exc}", required=False)
+    sandboxed = bool(config.sandbox.enabled) if config is not None else True
+    return credential_row(needs, sandboxed=sandboxed)
 
 
 def _needs_of(provider, workspace):

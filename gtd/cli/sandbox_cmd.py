@@ -72,6 +72,7 @@ def explain(
         if absent:  # ~100 hook, editor and shell config names: the ones not there now would bury the rest
             write(f"  + {len(absent)} more that do not exist now (the same rule if one is created; --all lists them)\n")
     _explain_credential_files(data, write)
+    _explain_gateway(data, write)
     _explain_registries(policy, write)
     _explain_caches(policy, write)
     if data["level"] in ("readonly", "readwrite") and not data["allowDomains"]:
@@ -114,6 +115,16 @@ def _explain_credential_files(data, write) -> None:
         write(f"  {item['path']}{via} (from {item['origin']})\n")
     for item in data["refusedCredentialFiles"]:
         write(f"credential file NOT passed in: {item['path']} ({item['origin']}): {item['reason']}\n")
+
+
+def _explain_gateway(data, write) -> None:
+    """The model APIs behind the credential gateway: the CLI holds placeholders (docs/credential-gateway.md)."""
+    routes = data.get("modelGateway") or [] if sys.platform != "darwin" else []  # Linux only, for now
+    if routes:
+        write("model credentials (the CLI holds placeholders; gtd's gateway puts the real key in on the host):\n")
+    for route in routes:
+        names = ", ".join(route["credentials"]) or "no credential set"
+        write(f"  http://127.0.0.1:3129/{route['route']} -> {route['upstream']} ({names}; {route['origin']})\n")
 
 
 def _explain_registries(policy, write) -> None:

@@ -38,6 +38,9 @@ class AgentRequest:
     # False: a one-shot answer with no tools at all, under this system prompt alone (the escalation reviewer,
     # gtd/escalation/reviewer.py). Only providers with `answers_without_tools` can run such a request.
     tools: bool = True
+    # {route: base URL inside the sandbox} of gtd's model credential gateway (sandbox/network/credential_gateway.py),
+    # filled in by the runner from the session: the CLI's config points there instead of at the API itself.
+    gateway: dict[str, str] = field(default_factory=dict)
 
 
 @record

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
+from gtd.providers.claude_login import ClaudeLogin
 from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cloud_credentials
+from gtd.providers.model_routes import anthropic_route
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import CLAUDE_EDIT_TOOLS, CLAUDE_INTERACTIVE, CLAUDE_TOOLS
@@ -67,8 +69,12 @@ class ClaudeProvider(Provider):
         _drop_planted_links(self.config_dir)
         _make_memory_dirs(self.config_dir, workspace)
         login = subscription_login()
+        stand_in = None
+        if login is not None and not _api_key_set():
+            # The real login stays on the host: claude gets a placeholder file, the gateway the real token.
+            stand_in = ClaudeLogin(login, self.config_dir / LOGIN_NAME)
+        needs.model_routes = [anthropic_route(login=stand_in)]
         if login is not None:
-            needs.login_files[self.config_dir / LOGIN_NAME] = (login, f"claude's subscription login ({login})")
             if not _api_key_set():  # the login is what claude uses: it asks Anthropic's API about its account
                 account = host_port(ANTHROPIC_DEFAULT)
                 if account not in needs.model_hosts:
@@ -81,10 +87,12 @@ class ClaudeProvider(Provider):
                 needs.model_hosts.append(rule)
                 needs.model_host_origins[rule] = why
             needs.add_cloud(cloud_credentials(kind, why, Path(os.environ.get("HOME") or Path.home()), workspace=workspace))
+            needs.model_routes = []  # Bedrock and Vertex sign with cloud credentials: no gateway (docs/credential-gateway.md)
         return needs
 
-    def prepare(self) -> None:
-        """Write the config files the agent must not choose itself (before every run, on the host)."""
+    def prepare(self, gateway: dict[str, str] | None = None) -> None:
+        """Write the config files the agent must not choose itself (before every run, on the host). With the
+        credential gateway, a subscription login is refreshed on the host if it must be (or the run stops)."""
         write_json(self.config_dir / "settings.json", {
             "permissions": {"deny": sorted(CLAUDE_INTERACTIVE)},
             "disableAllHooks": True,
@@ -93,11 +101,15 @@ class ClaudeProvider(Provider):
         })
         # Reset each run: an MCP server or allow-rule planted here must not survive into the next run.
         write_json(self.config_dir / ".claude.json", {"hasCompletedOnboarding": True, "autoUpdates": False})
-        check_login_fresh()
+        login = subscription_login()
+        if gateway and "anthropic" in gateway and login is not None and not _api_key_set():
+            ClaudeLogin(login, self.config_dir / LOGIN_NAME).token()
+        else:
+            check_login_fresh()
 
     def command(self, request: AgentRequest) -> CommandSpec:
         self._dirs.use(Path(request.cwd))
-        self.prepare()
+        self.prepare(request.gateway)
         argv = [self.executable_path() or self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if not request.tools:  # `--tools ""`: no tool at all; the system prompt replaces claude's own
             argv += ["--tools", "", "--permission-mode", "dontAsk", "--system-prompt", request.system_prompt or ""]

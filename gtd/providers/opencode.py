@@ -26,6 +26,7 @@ from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropi
                                      openai_base_url, with_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import OPENCODE_INTERACTIVE
+from gtd.providers.model_routes import BUILT_IN, routes_for, user_key_var
 from gtd.record import replace
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
@@ -81,6 +82,7 @@ class OpencodeProvider(Provider):
             protected_paths=[self.home / "config", *own.sources],
             read_dirs=[self.home / "config"],
             env_passthrough=list(CREDENTIAL_ENV),
+            model_routes=routes_for("opencode", own, chosen),
         ), chosen, workspace=workspace)
 
     def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
@@ -110,10 +112,10 @@ class OpencodeProvider(Provider):
             "permission": permission,
             "agent": {AGENT: agent},
         }
-        providers = _providers(request.model)
+        providers = _providers(request.model, request.gateway)
         chosen = provider_of(request.model)
         if own is not None and chosen and chosen not in providers and chosen in own.providers:
-            providers[chosen] = own.providers[chosen]
+            providers[chosen] = _through_gateway(chosen, own.providers[chosen], request.gateway)
         if providers:
             config["provider"] = providers
         return config
@@ -244,20 +246,40 @@ def _error_text(error) -> str:
     return f"{name}{f' (status {status})' if status else ''}: {message or json.dumps(data)[:500]}"
 
 
-def _providers(model: str | None) -> dict:
-    """Provider definitions for custom endpoints (ANTHROPIC_BASE_URL / OPENAI_BASE_URL), with the model declared."""
+def _providers(model: str | None, gateway: dict[str, str] | None = None) -> dict:
+    """Provider definitions for custom endpoints (ANTHROPIC_BASE_URL / OPENAI_BASE_URL), with the model declared.
+    With gtd's credential gateway (`gateway`: route -> base URL inside the sandbox), every provider behind it
+    is pointed there: Anthropic and OpenAI always, the chosen built-in one (OpenRouter, ...) when routed."""
+    gateway = gateway or {}
     provider_id, _, model_id = (model or "").partition("/")
     out: dict = {}
     if openai_base_url():
         out[OPENAI_COMPATIBLE] = {
             "npm": "@ai-sdk/openai-compatible",
             "name": "OpenAI-compatible endpoint (OPENAI_BASE_URL)",
-            "options": {"baseURL": openai_base_url(), "apiKey": "{env:OPENAI_API_KEY}"},
+            "options": {"baseURL": gateway.get("openai") or openai_base_url(), "apiKey": "{env:OPENAI_API_KEY}"},
             "models": {model_id: {"name": model_id, "tool_call": True}} if provider_id == OPENAI_COMPATIBLE and model_id else {},
         }
-    if anthropic_base_url():
-        entry: dict = {"options": {"baseURL": with_v1(anthropic_base_url())}}
+    elif "openai" in gateway:
+        out["openai"] = {"options": {"baseURL": gateway["openai"]}}
+    base = gateway.get("anthropic") or anthropic_base_url()
+    if base:
+        entry: dict = {"options": {"baseURL": with_v1(base)}}
         if provider_id == "anthropic" and model_id:
             entry["models"] = {model_id: {"name": model_id, "tool_call": True}}
         out["anthropic"] = entry
+    if provider_id in BUILT_IN and provider_id in gateway:
+        out[provider_id] = {"options": {"baseURL": gateway[provider_id]}}
     return out
+
+
+def _through_gateway(provider: str, entry: dict, gateway: dict[str, str] | None) -> dict:
+    """The person's own provider definition, pointed at the gateway when it is behind it: its base URL the
+    gateway's, its key the placeholder under the variable gtd gives it (never the key their config holds)."""
+    if not gateway or provider not in gateway:
+        return entry
+    options = dict(entry.get("options") or {}) if isinstance(entry.get("options"), dict) else {}
+    options["baseURL"] = gateway[provider]
+    if options.get("apiKey"):
+        options["apiKey"] = "{env:%s}" % user_key_var(provider)
+    return {**entry, "options": options}

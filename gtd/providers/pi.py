@@ -21,6 +21,7 @@ from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropi
                                      openai_base_url, strip_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import PI_INTERACTIVE
+from gtd.providers.model_routes import BUILT_IN, routes_for, user_key_var
 from gtd.record import replace
 
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",
@@ -76,6 +77,7 @@ class PiProvider(Provider):
             protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
             read_dirs=[self.home],
             env_passthrough=list(CREDENTIAL_ENV),
+            model_routes=routes_for("pi", own, chosen),
         ), chosen, workspace=workspace)
 
     @property
@@ -86,10 +88,10 @@ class PiProvider(Provider):
         """gtd's own settings and model definitions, rewritten before every run (read-only inside).
         The person's own definition of the run's provider (`own`, from their models.json) is carried over."""
         write_json(self.home / "settings.json", {"quietStartup": True, "collapseChangelog": True})
-        providers = _providers(request.model)
+        providers = _providers(request.model, request.gateway)
         chosen = provider_of(request.model)
         if own is not None and chosen and chosen not in providers and chosen in own.providers:
-            providers[chosen] = own.providers[chosen]
+            providers[chosen] = _through_gateway(chosen, own.providers[chosen], request.gateway)
         write_json(self.home / "models.json", {"providers": providers})
 
     def command(self, request: AgentRequest) -> CommandSpec:
@@ -191,23 +193,41 @@ def _usage(messages: list) -> tuple[dict | None, float | None]:
     return (total or None), (cost if total else None)
 
 
-def _providers(model: str | None) -> dict:
-    """Custom endpoints from ANTHROPIC_BASE_URL / OPENAI_BASE_URL, with the requested model declared."""
+def _providers(model: str | None, gateway: dict[str, str] | None = None) -> dict:
+    """Custom endpoints from ANTHROPIC_BASE_URL / OPENAI_BASE_URL, with the requested model declared. With gtd's
+    credential gateway (`gateway`: route -> base URL inside the sandbox), every provider behind it points there."""
+    gateway = gateway or {}
     provider_id, _, model_id = (model or "").partition("/")
     out: dict = {}
     if openai_base_url():
         out[OPENAI_COMPATIBLE] = {
-            "baseUrl": openai_base_url(),
+            "baseUrl": gateway.get("openai") or openai_base_url(),
             "api": "openai-completions",
             "apiKey": "OPENAI_API_KEY",
             "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
             "models": [{"id": model_id}] if provider_id == OPENAI_COMPATIBLE and model_id else [],
         }
-    if anthropic_base_url():
-        entry: dict = {"baseUrl": strip_v1(anthropic_base_url())}
+    elif "openai" in gateway:
+        out["openai"] = {"baseUrl": gateway["openai"]}
+    base = gateway.get("anthropic") or anthropic_base_url()
+    if base:
+        entry: dict = {"baseUrl": strip_v1(base)}
         if provider_id == "anthropic" and model_id:
             entry.update(api="anthropic-messages", apiKey="ANTHROPIC_API_KEY", models=[{"id": model_id}])
         out["anthropic"] = entry
+    if provider_id in BUILT_IN and provider_id in gateway:
+        out[provider_id] = {"baseUrl": gateway[provider_id]}
+    return out
+
+
+def _through_gateway(provider: str, entry: dict, gateway: dict[str, str] | None) -> dict:
+    """The person's own provider definition, pointed at the gateway when it is behind it: its base URL the
+    gateway's, its key the placeholder under the variable gtd gives it (never the key their config holds)."""
+    if not gateway or provider not in gateway:
+        return entry
+    out = {**entry, "baseUrl": gateway[provider]}
+    if entry.get("apiKey"):
+        out["apiKey"] = user_key_var(provider)
     return out
 
 

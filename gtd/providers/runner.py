@@ -238,6 +238,11 @@ def run_agent(
     asks a person (see ActivityClock); events go to `on_event` as they arrive. `on_unannounced` hears the
     command of a tool the CLI runs without having said so (opencode), once it has been silent a while,
     and None when that is over."""
+    urls = getattr(launcher, "gateway_urls", None)
+    if callable(urls) and urls():
+        from gtd.record import replace
+
+        request = replace(request, gateway=urls())
     spec = provider.command(request)
     launched = time.monotonic()
     proc = launcher.popen(

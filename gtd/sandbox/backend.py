@@ -19,6 +19,8 @@ class Backend:
     """One OS sandbox mechanism, bound to one session (`self.session`)."""
 
     name = "none"
+    # Whether it serves the model credential gateway inside the sandbox (network/credential_gateway.py).
+    serves_model_gateway = False
 
     def __init__(self, session):
         self.session = session

@@ -59,6 +59,7 @@ class SandboxSession:
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
         self._journal = None  # this session's baseline on disk, locked (gitguard.remember) until it closes
+        self._credentials = None  # the model credential gateway (network/credential_gateway.py), where served
         self.token = _token()
         self.proxy_port = PROXY_PORT
 
@@ -72,6 +73,10 @@ class SandboxSession:
             return self
         if not self.unsandboxed:
             self.backend = _backend_for(self)
+            if self.policy.model_routes and self.backend.serves_model_gateway:
+                from gtd.sandbox.network.credential_gateway import CredentialGateway
+
+                self._credentials = CredentialGateway(self.policy.model_routes, on_misuse=self._gateway_misuse)
             self.backend.start()
             from gtd.sandbox.policy.registries import ToolSettings
 
@@ -215,7 +220,8 @@ class SandboxSession:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def environment(self, extra: dict | None = None) -> dict[str, str]:
-        """The sandbox's minimal environment: no host secrets except the provider's own credential."""
+        """The sandbox's minimal environment: no host secrets except the provider's own credential, and that
+        only as a placeholder where the credential gateway serves it (network/credential_gateway.py)."""
         env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env.setdefault("LANG", "C.UTF-8")
@@ -235,7 +241,37 @@ class SandboxSession:
         if self.backend is not None:
             env.update(self.backend.environment())
         env.update({k: str(v) for k, v in (extra or {}).items()})
+        if self._credentials is not None:  # last: no key reaches the sandbox, whoever named it
+            from gtd.sandbox.network.credential_gateway import BASE_URL_VARS, gateway_url
+
+            for key, placeholder in self._credentials.env_placeholders.items():
+                env[key] = placeholder
+            for key, route in BASE_URL_VARS.items():
+                if route in self._credentials.routes:
+                    env[key] = gateway_url(route)
         return env
+
+    @property
+    def credentials(self):
+        """The session's model credential gateway (network/credential_gateway.py), or None."""
+        return self._credentials
+
+    def gateway_urls(self) -> dict[str, str]:
+        """{route: the base URL inside the sandbox} for the model APIs behind the credential gateway; empty
+        when there is none (unsandboxed, macOS): the CLI then talks to its API as configured."""
+        if self._credentials is None:
+            return {}
+        from gtd.sandbox.network.credential_gateway import gateway_url
+
+        return {name: gateway_url(name) for name in self._credentials.routes}
+
+    def _gateway_misuse(self, route: str, reason: str) -> None:
+        self.record_violation(Violation.now("network", f"model gateway route {route}", self.policy.level,
+                                            f"exfiltration attempt: {reason}"))
+
+    def _find_placeholder(self, data: bytes) -> str | None:
+        """What a model-credential placeholder in `data` stands for (the proxy refuses to carry it)."""
+        return self._credentials.find_placeholder(data) if self._credentials is not None else None
 
     def untrusted_dirs(self) -> tuple[Path, ...]:
         """Where the agent writes: PATH directories there are never searched for a program gtd runs on
@@ -251,7 +287,7 @@ class SandboxSession:
         self._names = StandInNames()
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
         self._proxy = FilteringProxy(rules, self.token, ask=self._ask if self._decider else None, on_denied=self._denied,
-                              resolver=self._resolver)
+                                     resolver=self._resolver, find_secret=self._find_placeholder)
 
     def _ask(self, host: str, port: int) -> bool:
         return bool(self._decider(NetworkRequest(host, port, self.policy.level)))

@@ -136,6 +136,7 @@ def test_claude_login_link_left_by_an_earlier_gtd_is_replaced(claude_agent, repo
 def test_expired_subscription_login_stops_before_the_agent_with_the_fix(claude_agent, repo, fake_model, isolated_home,
                                                                          monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("GTD_CLAUDE_TOKEN_URL", "http://127.0.0.1:9/v1/oauth/token")  # gtd's refresh: nothing answers
     claude_login(isolated_home, expires_in=-60)
     result = run_gtd("plan", "make a hello file", "--provider", "claude", cwd=repo, timeout=300)
     assert result.returncode != 0

@@ -29,6 +29,7 @@ START_ATTEMPTS = 3  # a sandbox whose network could not be set up is started aga
 class BwrapBackend(Backend):
     name = "bwrap"
     binds_files = True  # its registry settings files are gtd's own, bound by the mount plan (policy.generated_files)
+    serves_model_gateway = True  # on 127.0.0.1:GATEWAY_PORT inside each sandbox's network namespace
 
     def __init__(self, session):
         super().__init__(session)
@@ -171,13 +172,32 @@ class BwrapBackend(Backend):
         s = self.session
         from gtd.sandbox.linux.netns import NamespaceLayout
 
+        from gtd.sandbox.network.credential_gateway import GATEWAY_PORT
+
         forwards = tuple(s.policy.host_loopback_ports)
         return NamespaceLayout(
             proxy_port=s.proxy_port,
             intercept_ports=tuple(p for p in s.policy.intercept_ports if p not in forwards),
             dns=True,
-            forward_ports=forwards,
+            forward_ports=tuple(p for p in forwards if p != GATEWAY_PORT),
+            gateway_port=GATEWAY_PORT if s.credentials is not None else None,
         )
+
+    def _login_stand_ins(self) -> tuple[list[str], list[int]]:
+        """bwrap arguments (and their fds) that put each login's placeholder file where the CLI looks for its
+        login, read-only: the real one stays on the host (network/credential_gateway.py)."""
+        credentials = self.session.credentials
+        if credentials is None:
+            return [], []
+        from gtd.sandbox.linux.bwrap import data_fd
+
+        args: list[str] = []
+        fds: list[int] = []
+        for name, placeholder in credentials.login_placeholders.items():
+            login = credentials.routes[name].login
+            fds.append(data_fd(login.stand_in(placeholder).encode()))
+            args += ["--ro-bind-data", str(fds[-1]), str(login.target)]
+        return args, fds
 
     def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
         s = self.session
@@ -194,7 +214,9 @@ class BwrapBackend(Backend):
 
             policy = replace(policy, writable=(*policy.writable, *self.caches.writable()))
         launch_args, launch_fds = self.layers.mounts()
-        plan = render_mounts(policy, after=[*launch_args, *self.own_mounts()])
+        login_args, login_fds = self._login_stand_ins()
+        launch_fds = [*launch_fds, *login_fds]
+        plan = render_mounts(policy, after=[*launch_args, *self.own_mounts(), *login_args])
         if plan.writes_reach(policy.workspace):
             if policy.git_state is not None and not policy.git_state.walked:
                 plan.close()
@@ -293,7 +315,7 @@ class BwrapBackend(Backend):
                 sockets = helper.sockets_for(int(info["child-pid"]))
             except OSError as exc:
                 raise network_failed(exc) from exc
-            gateway = NamespaceGateway(sockets, s._proxy, s._names)
+            gateway = NamespaceGateway(sockets, s._proxy, s._names, s.credentials)
             with s._lock:
                 s._children.append((proc, _GatewayStarting(gateway, proc, int(info["child-pid"]))))
             if attaching is not None:

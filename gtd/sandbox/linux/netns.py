@@ -55,6 +55,7 @@ class NamespaceLayout:
     intercept_ports: tuple[int, ...] = ()
     dns: bool = False
     forward_ports: tuple[int, ...] = ()
+    gateway_port: int | None = None  # the model credential gateway's (credential_gateway.py), on 127.0.0.1
 
 
 @record
@@ -65,9 +66,11 @@ class NamespaceSockets:
     intercept: list[socket.socket] = field(default_factory=list)
     dns: list[socket.socket] = field(default_factory=list)
     forwards: dict[int, list[socket.socket]] = field(default_factory=dict)
+    gateway: list[socket.socket] = field(default_factory=list)
 
     def all(self) -> list[socket.socket]:
-        return [self.proxy, *self.intercept, *self.dns, *(s for group in self.forwards.values() for s in group)]
+        return [self.proxy, *self.intercept, *self.dns, *(s for group in self.forwards.values() for s in group),
+                *self.gateway]
 
 
 def _load_libc():
@@ -304,6 +307,9 @@ def _create(layout: NamespaceLayout) -> tuple[list[socket.socket], list[str]]:  
     kinds: list[str] = []
     sockets.append(_tcp_listener(socket.AF_INET, "127.0.0.1", layout.proxy_port))
     kinds.append("proxy")
+    if layout.gateway_port is not None:
+        sockets.append(_tcp_listener(socket.AF_INET, "127.0.0.1", layout.gateway_port))
+        kinds.append("gateway")
     if not (layout.intercept_ports or layout.dns or layout.forward_ports):
         return sockets, kinds
     ipv6 = _route_everything_to_loopback() if (layout.intercept_ports or layout.dns) else socket.has_ipv6
@@ -338,6 +344,8 @@ def _collect(kinds: list[str], fds: list[int]) -> NamespaceSockets:
             result.intercept.append(sock)
         elif kind == "dns":
             result.dns.append(sock)
+        elif kind == "gateway":
+            result.gateway.append(sock)
         elif kind.startswith("forward:"):
             result.forwards.setdefault(int(kind.split(":")[1]), []).append(sock)
     return result

@@ -5,7 +5,8 @@
   same policy (the proxy's `serve_intercepted`);
 - DNS: stand-in addresses for names, nothing resolved upstream (`dns.py`);
 - host-loopback forwards: 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, only for the
-  ports the policy names (`hostLoopbackPorts`, and a model API configured on the host's loopback).
+  ports the policy names (`hostLoopbackPorts`, and a model API configured on the host's loopback);
+- the model credential gateway's port (credential_gateway.py), where the CLI's base URL points.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from gtd.sandbox.network.relay import close_all, pump as _pump, spawn
 
 
 class NamespaceGateway:
-    def __init__(self, sockets: NamespaceSockets, proxy: FilteringProxy, names: StandInNames):
+    def __init__(self, sockets: NamespaceSockets, proxy: FilteringProxy, names: StandInNames, credentials=None):
         self.sockets = sockets
+        self.credentials = credentials  # the session's CredentialGateway (credential_gateway.py), if any
         self.proxy = proxy
         self.names = names
         self._closed = False
@@ -38,11 +40,17 @@ class NamespaceGateway:
         for port, listeners in self.sockets.forwards.items():
             for listener in listeners:
                 self._threads.append(Background(self._forward_loop, listener, port, on_error=Background.report))
+        for listener in self.sockets.gateway:
+            if self.credentials is not None:
+                self.credentials.serve(listener)
         return self
 
     def close(self) -> None:
         self._closed = True
         self.proxy.stop_serving(self.sockets.proxy, *self.sockets.intercept)
+        for listener in self.sockets.gateway:
+            if self.credentials is not None:
+                self.credentials.stop_serving(listener)
         for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group)]:
             try:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked on it
@@ -50,7 +58,8 @@ class NamespaceGateway:
                 pass
         for thread in self._threads:  # gone before the descriptors close: none can reach a reused number
             thread.join(5)
-        for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group)]:
+        for sock in [*self.sockets.dns, *(s for group in self.sockets.forwards.values() for s in group),
+                     *self.sockets.gateway]:
             sock.close()
 
     def _dns_loop(self, responder: DnsResponder) -> None:

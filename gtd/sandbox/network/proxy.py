@@ -84,6 +84,7 @@ class FilteringProxy:
         resolver: Resolver | None = None,
         connect_timeout: float = 15.0,
         tls_refusals=None,
+        find_secret: Callable[[bytes], str | None] | None = None,
     ):
         self.rules = rules
         self.token = token
@@ -98,6 +99,8 @@ class FilteringProxy:
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
         self._refused: set[tuple[str, int]] = set()  # (host, port) refused by policy in this run
         self.tls_refusals = tls_refusals  # gtd.sandbox.network.refusal_tls.TlsRefusals: pip's repeats answered inside TLS
+        # What a model-credential placeholder in a request stands for (credential_gateway.py), or None.
+        self._find_secret = find_secret
 
     # -- listeners -------------------------------------------------------------------------
     def serve(self, listener: socket.socket) -> None:
@@ -307,6 +310,8 @@ class FilteringProxy:
             _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
+            if self._carries_placeholder(conn, head, target, 443):
+                return None
             verdict = self._authorize_target(conn, target, 443, tunnel_for=user)
             if verdict is None:
                 return None
@@ -326,6 +331,8 @@ class FilteringProxy:
         if "@" in authority or body_length is None:
             _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
             return None
+        if self._carries_placeholder(conn, head, authority, 80):
+            return None
         verdict = self._authorize_target(conn, authority, 80)
         if verdict is None:
             return None
@@ -334,6 +341,9 @@ class FilteringProxy:
             if not chunk:
                 break
             rest += chunk
+        if self._carries_placeholder(conn, rest[:body_length], authority, 80):
+            verdict.sock.close()
+            return None
         skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive", "host"}
         out = [f"{method} /{path if slash else ''} {version}", f"Host: {authority}"]
         out += [f"{k}: {v}" for k, v in headers if k.lower() not in skip]
@@ -342,6 +352,16 @@ class FilteringProxy:
         verdict.sock.sendall(request)
         self._one_way.add(conn)
         return verdict.sock
+
+    def _carries_placeholder(self, conn: socket.socket, data: bytes, authority: str, default_port: int) -> bool:
+        """Refuse (403, reported) a request carrying a model credential's placeholder: only gtd's credential
+        gateway exchanges it for the key, so anywhere else it is an attempt to exfiltrate that key."""
+        what = self._find_secret(data) if self._find_secret is not None else None
+        if what is not None:
+            host, _, port = authority.rpartition(":") if authority.rpartition(":")[2].isdigit() else (authority, "", "")
+            _refuse(conn, authority, self._deny(host[:300], int(port or default_port), f"exfiltration attempt: the "
+                    f"request carries the placeholder for {what}, which only gtd's model gateway may receive"))
+        return what is not None
 
     def _authorize_target(self, conn: socket.socket, authority: str,
                           default_port: int, tunnel_for: str | None = None) -> Verdict | None:

@@ -27,6 +27,9 @@ class SandboxNeeds:
     # A login the CLI reads from its gtd-managed config dir although the person's file lives elsewhere
     # (claude's `~/.claude/.credentials.json`): {where the CLI looks: (the person's file, why)}, bound read-only.
     login_files: dict[Path, tuple[Path, str]] = field(default_factory=dict)
+    # The model APIs the CLI reaches through gtd's credential gateway (sandbox/network/credential_gateway.py: a
+    # GatewayRoute each); their keys reach the CLI only as per-session placeholders.
+    model_routes: list = field(default_factory=list)
 
     def add_cloud(self, cloud) -> None:
         """Let in a chosen cloud provider's credentials (a providers.cloud_credentials.CloudCredentials)."""

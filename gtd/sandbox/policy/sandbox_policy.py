@@ -104,6 +104,8 @@ class SandboxPolicy:
     # Files gtd writes into the hidden HOME, (where, text, why): the person's git and cargo settings without
     # credentials (gitconfig.py, cargo_config.py).
     generated_files: tuple[tuple[Path, str, str], ...] = field(default=(), compare=False, repr=False)
+    # The model APIs behind the credential gateway (credential_gateway.GatewayRoute): the CLI holds placeholders.
+    model_routes: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def unrestricted(self) -> bool:
@@ -147,6 +149,7 @@ class SandboxPolicy:
             "allowDomains": list(self.allow_domains),
             "denyDomains": list(self.deny_domains),
             "envPassthrough": list(self.env_passthrough),
+            "modelGateway": [r.to_dict() for r in self.model_routes],
             "envOrigins": dict(self.env_origins),
             "credentialFiles": [{"path": str(c.target), "source": str(c.source), "origin": c.origin}
                                 for c in self.credential_files],
@@ -311,6 +314,9 @@ def build_policy(
         credential_files += [CredentialFile(target, f.source, f.origin) for f in found]
         refused_credentials += refused
         protected.append(target)
+    for route in needs.model_routes:
+        if route.login is not None:  # the placeholder login file gtd puts where the CLI looks: read-only
+            protected.append(route.login.target)
 
     from gtd.sandbox.policy.home_allow import allow_list, hidden_outside, home_hidden
 
@@ -361,6 +367,7 @@ def build_policy(
         home_visible=home_visible,
         hidden_areas=hidden_outside(home, workspace),
         generated_files=generated_files,
+        model_routes=tuple(needs.model_routes),
     )
 
 
@@ -384,7 +391,7 @@ def _generated_files(home: Path, workspace: Path, credential_hosts=()) -> tuple[
 
 
 # Inside the namespace: gtd's proxy port and DNS.
-RESERVED_PORTS = (3128, 53)
+RESERVED_PORTS = (3128, 53, 3129)  # 3129: the model credential gateway (network/credential_gateway.py)
 
 
 def loopback_ports(hosts) -> list[int]:

@@ -1,0 +1,56 @@
+"""`gtd doctor`'s "model credentials" row: which of the agent CLI's model credentials stay on the host behind
+gtd's credential gateway (sandbox/network/credential_gateway.py), and which still reach the CLI, with why.
+
+Still reaching the CLI: a cloud provider's credentials (Bedrock signs each request with AWS SigV4, so the
+signing secret must be where the request is made; Vertex mints its tokens from the Google credential file
+inside the SDK), a key variable for a provider gtd has no route for, everything on macOS (no network
+namespace of its own to put the gateway in yet), and everything when the sandbox is off or at `full`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def credential_row(needs, sandboxed: bool = True) -> dict:
+    """{"name", "ok", "detail", "fix", "required": False} for `needs` (a providers.base.SandboxNeeds)."""
+    behind: list[str] = []
+    held: list[str] = []
+    routed = {var for route in needs.model_routes for var in route.secrets}
+    for route in needs.model_routes:
+        names = [v for v in route.secrets if os.environ.get(v) or dict(route.values).get(v)]
+        if route.login is not None:
+            names.append(f"{route.login.name} (a placeholder login file inside)")
+        if names:
+            behind.append(f"{route.name} -> {route.upstream}: {', '.join(names)}")
+    clouds = sorted({why.split(",")[0] for why in needs.env_origins.values()})
+    for cloud in clouds:
+        how = ("Bedrock signs every request with AWS SigV4: the signing credentials must be where the request "
+               "is made" if cloud.startswith("Bedrock") else
+               "Vertex's SDK mints its access tokens from the Google credential file itself")
+        held.append(f"{cloud} credentials ({how})")
+    for var in needs.env_passthrough:
+        if os.environ.get(var) and var not in routed and var not in needs.env_origins and _is_key(var):
+            held.append(f"{var} (no gateway route for its provider)")
+    if not sandboxed or sys.platform == "darwin":
+        why = "macOS: the gateway runs on Linux only, for now" if sys.platform == "darwin" else \
+            "the sandbox is off (or level full): the CLI runs as you"
+        return _row(False, f"the agent CLI holds its model credentials ({why})",
+                    "see docs/credential-gateway.md")
+    if held:
+        detail = "still reach the agent CLI: " + "; ".join(held)
+        if behind:
+            detail += ". Behind gtd's gateway: " + "; ".join(behind)
+        return _row(False, detail, "see docs/credential-gateway.md#what-is-not-covered")
+    if not behind:
+        return _row(True, "no model credential found in the environment or a login (the CLI may fail to log in)")
+    return _row(True, "the agent CLI holds placeholders only; behind gtd's gateway: " + "; ".join(behind))
+
+
+def _is_key(var: str) -> bool:
+    return var.endswith(("_API_KEY", "_AUTH_TOKEN", "_OAUTH_TOKEN"))
+
+
+def _row(ok: bool, detail: str, fix: str = "") -> dict:
+    return {"name": "model credentials", "ok": ok, "detail": detail, "fix": fix, "required": False}

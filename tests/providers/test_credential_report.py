@@ -1,0 +1,53 @@
+"""`gtd doctor`'s "model credentials" row (issue 27): what stays on the host behind the credential gateway,
+and what still reaches the agent CLI (Bedrock/Vertex, a key for a provider without a route), with why."""
+
+from __future__ import annotations
+
+import json
+
+from agents import require_cli
+from support import explain, run_gtd
+
+
+def credentials_row(repo, provider: str, env: dict) -> dict:
+    from gtd import paths
+
+    paths.user_config_dir().mkdir(parents=True, exist_ok=True)
+    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": provider}))
+    result = run_gtd("doctor", "--json", cwd=repo, env=env)
+    rows = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert "model credentials" in rows, explain(result)
+    return rows["model credentials"]
+
+
+def test_an_api_key_is_behind_the_gateway(repo, isolated_home, monkeypatch):
+    require_cli("pi", monkeypatch)
+    row = credentials_row(repo, "pi", {"ANTHROPIC_API_KEY": "sk-one", "OPENAI_API_KEY": "sk-two"})
+    assert row["ok"] and "placeholders only" in row["detail"]
+    assert "anthropic -> https://api.anthropic.com: ANTHROPIC_API_KEY" in row["detail"]
+    assert "openai -> https://api.openai.com/v1: OPENAI_API_KEY" in row["detail"]
+    assert "sk-one" not in json.dumps(row)
+
+
+def test_a_key_without_a_route_is_named(repo, isolated_home, monkeypatch):
+    require_cli("pi", monkeypatch)
+    row = credentials_row(repo, "pi", {"ANTHROPIC_API_KEY": "sk-one", "MISTRAL_API_KEY": "m-key"})
+    assert not row["ok"] and not row["required"]
+    assert "MISTRAL_API_KEY (no gateway route for its provider)" in row["detail"] and "m-key" not in row["detail"]
+
+
+def test_bedrock_is_marked_as_holding_its_credentials(repo, isolated_home, monkeypatch):
+    require_cli("claude", monkeypatch)
+    row = credentials_row(repo, "claude", {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1"})
+    assert not row["ok"] and "Bedrock credentials" in row["detail"] and "SigV4" in row["detail"]
+    assert row["fix"].startswith("see docs/credential-gateway.md")
+
+
+def test_a_subscription_login_is_a_placeholder_inside(repo, isolated_home, monkeypatch):
+    require_cli("claude", monkeypatch)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    login = isolated_home / ".claude" / ".credentials.json"
+    login.parent.mkdir(parents=True)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": 9999999999999}}))
+    row = credentials_row(repo, "claude", {})
+    assert row["ok"] and "claude's subscription login (a placeholder login file inside)" in row["detail"]
