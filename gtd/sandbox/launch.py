@@ -1,7 +1,8 @@
 """The launcher bubblewrap executes inside the sandbox: apply the kernel layers that must be set up
 from inside, then exec the command (same pid, same environment).
 
-    python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] -- CMD ARG...
+    python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
+        [--contain 1 --read PATH ... --connect PORT ... --seccomp FD --block FD] -- CMD ARG...
 
 - Landlock (sandbox/landlock.py): only after bubblewrap has mounted everything, since a restricted
   process may not mount. The terminal the command inherited (if any) stays writable through
@@ -12,6 +13,9 @@ from inside, then exec the command (same pid, same environment).
 - RLIMIT_DATA, when no cgroup bounds memory: per process. RLIMIT_AS would break runtimes that
   reserve large address ranges up front (Node, the JVM, Go); RLIMIT_DATA counts only writable
   private memory.
+
+- --contain: the Landlock backend, where no bubblewrap and no namespace holds the command (launch.c's
+  header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp).
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -26,13 +30,16 @@ FAILED = 126
 
 
 def _parse(argv):
-    opts = {"write": [], "landlock": 0, "nproc": 0, "data": 0}
+    opts = {"write": [], "read": [], "connect": [], "landlock": 0, "nproc": 0, "data": 0, "contain": 0,
+            "seccomp": None, "block": None}
     i = 0
     while i < len(argv) and argv[i] != "--":
         key = argv[i][2:]
         value = argv[i + 1]
-        if key == "write":
-            opts["write"].append(value)
+        if key in ("write", "read"):
+            opts[key].append(value)
+        elif key == "connect":
+            opts[key].append(int(value))
         else:
             opts[key] = int(value)
         i += 2
@@ -50,6 +57,19 @@ def main(argv):
         sys.stderr.write("gtd sandbox launcher: no command\n")
         return FAILED
     try:
+        if opts["contain"] or opts["seccomp"] is not None:
+            sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+            from gtd.sandbox.linux import contain
+        if opts["contain"]:
+            if not opts["landlock"] or opts["seccomp"] is None:
+                raise ValueError("--contain needs --landlock and --seccomp")
+            contain.die_with_parent()
+        if opts["block"] is not None:  # gtd writes one byte once this process is in its cgroup
+            if os.read(opts["block"], 1) != b"1":
+                return FAILED
+            os.close(opts["block"])
+        if opts["contain"] and os.getppid() == 1:
+            return FAILED  # gtd died before the parent-death signal was set
         if opts["nproc"]:
             resource.setrlimit(resource.RLIMIT_NPROC, (opts["nproc"], opts["nproc"]))
         if opts["data"]:
@@ -58,7 +78,12 @@ def main(argv):
             sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
             from gtd.sandbox.landlock import restrict_writes
 
-            restrict_writes(opts["write"] + _terminals(), opts["landlock"])
+            restrict_writes(opts["write"] + _terminals(), opts["landlock"],
+                            reads=opts["read"] if opts["contain"] else None, connect=opts["connect"])
+        if opts["contain"]:
+            contain.drop_capabilities()
+        if opts["seccomp"] is not None:
+            contain.load_seccomp(opts["seccomp"])
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")

@@ -115,6 +115,7 @@ class SandboxSession:
         # it): only then is the whole tree walked for planted `.git` entries at close (gitguard.planted).
         self._tree_writable = False
         self._journal = None  # this session's baseline on disk, locked (gitguard.remember) until it closes
+        self._backend = None  # the Landlock backend when backend_choice picked it (linux/landlock_backend.py)
         self.token = _token()
         self.proxy_port = PROXY_PORT
 
@@ -147,26 +148,30 @@ class SandboxSession:
                         self._cgroups.append(self._spare_cgroup)
                     if ready is None:
                         Background(prime_moves)
-                from gtd.sandbox.seccomp import cached_filter
+                if self._backend is not None:
+                    self._backend.start()  # its own seccomp filter and proxy listener; no package-cache layer
+                else:
+                    from gtd.sandbox.seccomp import cached_filter
 
-                try:
-                    self._program = cached_filter()
-                except (OSError, ImportError, AttributeError) as exc:
-                    raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
-                self._proxy = self._make_proxy()
-                from gtd.sandbox.caches import CacheLayer
+                    try:
+                        self._program = cached_filter()
+                    except (OSError, ImportError, AttributeError) as exc:
+                        raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
+                    self._proxy = self._make_proxy()
+                    from gtd.sandbox.caches import CacheLayer
 
-                self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
+                    self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
             from gtd.sandbox.registries import ToolSettings
 
-            self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(bind=sys.platform != "darwin")
+            self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(
+                bind=sys.platform != "darwin" and self._backend is None)
             self._prepare_paths()
             from gtd.sandbox.placeholders import PlaceholderRegistry
 
             self._registry = PlaceholderRegistry(self.policy.workspace)
             self._record_settled(self._registry.enter())  # what a killed session left behind
             self._settle_killed_sessions()
-            if sys.platform != "darwin":
+            if sys.platform != "darwin" and self._backend is None:  # bwrap's mount points
                 from gtd.sandbox.hostcreate import make_placeholder_parents
 
                 make_placeholder_parents(self.policy, self._registry)
@@ -189,6 +194,8 @@ class SandboxSession:
             if proc.poll() is None:
                 _kill_group(proc)
             self._stop_listener(listener)
+        if self._backend is not None:
+            self._backend.close()  # what left its process group dies with the cgroup
         self._wait_for_inits()
         for relay in self._relays:
             relay.join()
@@ -292,6 +299,8 @@ class SandboxSession:
         self._reap()
         if sys.platform == "darwin":
             return self._popen_seatbelt(argv, cwd, env, stdin, stdout, stderr)
+        if self._backend is not None:
+            return self._backend.popen(argv, cwd, env, stdin, stdout, stderr)
         return self._popen_bwrap(argv, cwd, env, stdin, stdout, stderr)
 
     def passing_ctrl_c(self) -> "CtrlCPassedOn":
@@ -376,6 +385,15 @@ class SandboxSession:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable(f"no sandbox backend for {sys.platform}. {DOCTOR_HINT}")
         self._bwrap = self._find_bwrap()  # once per session: every command runs this one, by its path
+        from gtd.sandbox.linux.backend_choice import announce, choose
+
+        choice = choose(self.policy.backend, self._bwrap)
+        if choice.name == "landlock":
+            from gtd.sandbox.linux.landlock_backend import LandlockBackend
+
+            self._backend = LandlockBackend(self, choice.reason)
+            announce(choice)
+            return
         if self._bwrap is None:
             raise SandboxUnavailable(
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "

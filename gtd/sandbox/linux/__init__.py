@@ -1,0 +1,1 @@
+"""Linux sandbox backends and the kernel layers under them."""

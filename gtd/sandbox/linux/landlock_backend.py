@@ -1,0 +1,173 @@
+"""The Landlock backend: a sandbox where bubblewrap cannot create its namespaces (docs/landlock-backend.md).
+
+No mount, network or PID namespace: each command runs on the host's filesystem, network and process
+table, held by what the kernel gives an unprivileged process instead, applied by the launcher
+(launch.c / launch.py --contain) right before exec:
+- Landlock path rules (landlock_rules.py): reads beneath the visible roots only, writes beneath the
+  writable ones only, protected paths left out entry by entry;
+- Landlock TCP rules (ABI 4+): connect only to gtd's proxy (on the host's loopback, as on macOS) and
+  the policy's host loopback ports; bind to none; signals and abstract unix sockets scoped (ABI 6+);
+- the seccomp filter with `contained_sockets` (no UDP, raw, SCTP, MPTCP, io_uring, AF_UNIX);
+- no capabilities, no_new_privs, SIGKILL when gtd dies, the session's resource limits and cgroup.
+The session kills each command's process group and its cgroup at close. It fails closed: without
+Landlock ABI 4 it refuses to start (SandboxUnavailable) rather than run with direct network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from gtd.errors import SandboxUnavailable
+
+MIN_ABI = 4  # TCP connect rules: without them the network would be open
+DOCTOR_HINT = "Run `gtd doctor` for details."
+
+
+class LandlockBackend:
+    """Started by SandboxSession.start() when backend_choice picks it; the session calls popen and close."""
+
+    def __init__(self, session, reason: str):
+        self.session = session
+        self.reason = reason  # why bwrap is not used (backend_choice)
+        self._program: bytes | None = None
+        self._listener: socket.socket | None = None
+        self._tmp: Path | None = None
+        self._launcher: list[str] = []
+
+    def start(self) -> None:
+        s = self.session
+        abi = s._layers.landlock_abi
+        if abi < MIN_ABI:
+            raise SandboxUnavailable(
+                f"{self.reason}, and the Landlock backend needs Landlock ABI {MIN_ABI}+ (Linux 6.7+) for its network "
+                f"rules; this kernel gives {'ABI ' + str(abi) if abi else 'no Landlock'}. Allow user namespaces for "
+                f"bubblewrap or use a newer kernel with Landlock enabled. {DOCTOR_HINT}")
+        from gtd.sandbox.seccomp import cached_filter
+
+        try:
+            self._program = cached_filter(contained_sockets=True)
+        except (OSError, ImportError, AttributeError) as exc:
+            raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
+        self._launcher = _launcher()
+        s._proxy = s._make_proxy()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self._listener = listener
+        s.proxy_port = listener.getsockname()[1]
+        s._proxy.serve(listener)
+        from gtd.sandbox.linux.landlock_rules import private_tmp_dir
+
+        self._tmp = private_tmp_dir()
+        _write_generated_files(s.policy, self._tmp)
+
+    def environment(self) -> dict[str, str]:
+        """What the session's environment changes here: TMPDIR is the private dir (/tmp is not readable),
+        the generated git config is named by GIT_CONFIG_GLOBAL (there is no mount to put it at ~/.gitconfig)."""
+        env = {"TMPDIR": str(self._tmp), "GTD_SANDBOX_BACKEND": "landlock"}
+        if (self._tmp / "gitconfig").exists():
+            env["GIT_CONFIG_GLOBAL"] = str(self._tmp / "gitconfig")
+        return env
+
+    def popen(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
+        from gtd.record import replace
+        from gtd.sandbox.bwrap import writable_roots
+        from gtd.sandbox.gitshim import with_shim
+        from gtd.sandbox.linux.landlock_rules import rules_for
+        from gtd.sandbox.limits import launcher_args
+        from gtd.sandbox.seccomp import filter_fd
+        from gtd.sandbox.stdio import relay_stdio
+
+        s = self.session
+        policy = s.policy
+        if policy.git_state is not None and not policy.git_state.walked and _reaches(policy):
+            raise SandboxUnavailable(
+                "a writable directory in the work tree appeared after the sandbox policy was built (its nested "
+                "repositories were not checked): run the command again")
+        rules = rules_for(policy, writable_roots(policy), self._tmp)
+        if rules.reaches_workspace:
+            s._tree_writable = True
+        s._registry.add(s._created_files, watched=rules.watched)
+        ports = [s.proxy_port, *policy.host_loopback_ports]
+        block_r, block_w = os.pipe()
+        seccomp_r = filter_fd(self._program)
+        args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(s._layers.landlock_abi),
+                "--contain", "1", *rules.launcher_args(), *[a for p in ports for a in ("--connect", str(p))],
+                "--seccomp", str(seccomp_r), "--block", str(block_r), "--", *argv]
+        with s._lock:
+            cgroup, s._spare_cgroup = s._spare_cgroup, None
+        if cgroup is None:
+            cgroup = s._layers.cgroup()
+            if cgroup is not None:
+                s._cgroups.append(cgroup)
+        relay = relay_stdio(stdin, stdout, stderr)
+        environment = {**s.environment(env), **self.environment()}
+        try:
+            proc = subprocess.Popen(
+                args, cwd=str(Path(cwd).resolve()), env=with_shim(environment, in_step=s._in_step),
+                stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
+                pass_fds=(block_r, seccomp_r), start_new_session=True,
+            )
+        except BaseException:
+            relay.abandon()
+            os.close(block_w)
+            raise
+        finally:
+            os.close(block_r)
+            os.close(seccomp_r)
+        relay.started()
+        s._relays.append(relay)
+        try:
+            if cgroup is not None:
+                cgroup.attach(proc.pid)  # before the launcher goes on: everything the command starts is counted
+            os.write(block_w, b"1")
+        except BrokenPipeError:
+            pass  # the launcher is gone already: its exit status says why
+        finally:
+            os.close(block_w)
+        with s._lock:
+            s._children.append((proc, None))
+        return proc
+
+    def close(self) -> None:
+        """After the session killed each command's group: kill what left its group through the cgroup,
+        stop serving, remove the private tmp dir."""
+        for cgroup in self.session._cgroups:
+            cgroup.kill()
+        if self._listener is not None and self.session._proxy is not None:
+            self.session._proxy.stop_serving(self._listener)
+            self._listener = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _reaches(policy) -> bool:
+    from gtd.sandbox.containment import inside
+
+    return any(inside(w, policy.workspace) or inside(policy.workspace, w) for w in policy.writable if os.path.isdir(w))
+
+
+def _launcher() -> list[str]:
+    """The launcher's command prefix: the native build where there is one (nativelaunch), else launch.py.
+    Both live where the sandbox cannot write (gtd's install or state dir)."""
+    from gtd.sandbox.nativelaunch import launcher_path
+
+    native = launcher_path()
+    if native is not None:
+        return [str(native)]
+    from gtd.sandbox.kernel import LAUNCHER
+
+    return [os.path.realpath(sys.executable), "-I", "-S", str(LAUNCHER)]
+
+
+def _write_generated_files(policy, tmp: Path) -> None:
+    """The generated git config (credentials left out, gitconfig.py), where GIT_CONFIG_GLOBAL names it."""
+    for target, text, _ in policy.generated_files if policy.home_hidden else ():
+        if target.name == ".gitconfig":
+            (tmp / "gitconfig").write_text(text, encoding="utf-8", errors="surrogateescape")
