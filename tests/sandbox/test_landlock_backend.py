@@ -1,0 +1,182 @@
+"""The Landlock backend (docs/landlock-backend.md), for real: gtd started under a seccomp filter that refuses
+namespaces (no_userns.py, as Docker's default profile does) picks it by itself, and the probes that matter
+are refused there; in-process sessions with `sandbox.backend: landlock` probe the rest."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gtd.config.schema import GtdConfig, Level
+from gtd.sandbox.landlock import abi_version
+from sandbox_support import git, sh
+from support import serving
+
+HARNESS = Path(__file__).with_name("no_userns.py")
+GTD = Path(sys.executable).with_name("gtd")
+
+pytestmark = [pytest.mark.landlock,
+              pytest.mark.skipif(abi_version() < 4, reason="the Landlock backend needs Landlock ABI 4 (Linux 6.7+)")]
+
+
+def landlock(extra: dict | None = None) -> GtdConfig:
+    return GtdConfig.model_validate({"sandbox": {"backend": "landlock", **(extra or {})}})
+
+
+def gtd_without_namespaces(args: list[str], cwd: Path, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(HARNESS), "--", str(GTD), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+# -- auto picks it where namespaces are refused ----------------------------------------------------
+
+def test_without_namespaces_gtd_sandbox_run_is_sandboxed_by_landlock(repo, home):
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("SECRET-KEY\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("AWS-SECRET\n")
+    (repo / "src").mkdir()
+    outside = repo.parent / "outside.txt"
+    probe = (f"echo in > src/new.txt && echo workspace-ok; echo x > {outside} || echo outside-refused; "
+             f"cat {home}/.ssh/id_ed25519 || echo ssh-refused; cat {home}/.aws/credentials || echo aws-refused; "
+             "echo hook > .git/hooks/pre-commit || echo hook-refused; echo x >> .git/config || echo config-refused; "
+             "echo '{}' > .gtdrc.json || echo gtdrc-refused; echo $TMPDIR > src/tmpdir")
+    r = gtd_without_namespaces(["sandbox", "run", "--level", "readwrite", "--", "sh", "-c", probe], repo)
+    assert r.returncode == 0, r.stderr
+    assert "Landlock backend" in r.stderr and "gtd doctor" in r.stderr  # the one line at start
+    assert "creating a user namespace failed" in r.stderr  # why bwrap was not used
+    for said in ("workspace-ok", "outside-refused", "ssh-refused", "aws-refused", "hook-refused", "config-refused",
+                 "gtdrc-refused"):
+        assert said in r.stdout, (said, r.stdout, r.stderr)
+    assert "SECRET" not in r.stdout
+    assert (repo / "src/new.txt").read_text() == "in\n" and not outside.exists()
+    assert not (repo / ".git/hooks/pre-commit").exists() and "x\n" not in (repo / ".git/config").read_text()
+    private_tmp = (repo / "src/tmpdir").read_text().strip()
+    assert private_tmp.startswith("/tmp/gtd-landlock-") and not os.path.exists(private_tmp)  # removed at close
+
+
+def test_without_namespaces_direct_network_and_udp_are_refused(repo):
+    with serving(b"served") as port:
+        probe = (f"{sys.executable} -c \"import socket\n"
+                 "for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW):\n"
+                 "    try: socket.socket(socket.AF_INET, kind); print('made', kind)\n"
+                 "    except OSError as e: print('refused', kind, e.errno)\n"
+                 "s = socket.socket()\n"
+                 f"try: s.connect(('127.0.0.1', {port})); print('direct-connected')\n"
+                 "except OSError as e: print('direct-refused', e.errno)\n"
+                 "try: socket.socket(socket.AF_UNIX); print('unix-made')\n"
+                 "except OSError as e: print('unix-refused', e.errno)\n\"")
+        r = gtd_without_namespaces(["sandbox", "run", "--level", "network", "--", "sh", "-c", probe], repo)
+    assert "refused 2 1" in r.stdout and "refused 3 1" in r.stdout, r.stdout + r.stderr  # UDP, raw: EPERM
+    assert "direct-refused 13" in r.stdout and "unix-refused 1" in r.stdout, r.stdout + r.stderr  # EACCES: Landlock
+
+
+def test_the_sandboxed_command_dies_with_gtd(repo):
+    proc = subprocess.Popen([sys.executable, str(HARNESS), "--", str(GTD), "sandbox", "run", "--level", "readwrite",
+                             "--", "sh", "-c", "echo $$; exec sleep 60"], cwd=repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        os.kill(pid, 0)  # running
+        proc.kill()  # gtd dies without cleaning up: the parent-death signal takes the command
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_with_neither_namespaces_nor_landlock_gtd_stops(repo, monkeypatch):
+    """Fails closed: no Landlock network rules (faked here as an old kernel), no sandbox, exit 3."""
+    from gtd.errors import SandboxUnavailable
+    from gtd.sandbox import kernel
+    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.session import SandboxSession
+
+    monkeypatch.setattr(kernel, "landlock_abi", lambda **kw: 3)
+    policy = build_policy(landlock(), workspace=repo, level=Level.READWRITE)
+    with pytest.raises(SandboxUnavailable, match="needs Landlock ABI 4"):
+        SandboxSession(policy).start()
+
+
+# -- in-process sessions with sandbox.backend: landlock ---------------------------------------------
+
+def test_allowed_hosts_are_reached_through_the_proxy_and_others_refused(sandbox, repo):
+    with serving(b"PACKAGE") as port:
+        config = landlock({"levels": {"network": {"allowDomains": [f"127.0.0.1:{port}", f"registry.test:{port}"]}}})
+        s = sandbox(Level.NETWORK, config=config,
+                    resolver=lambda host, p: ["127.0.0.1"] if host == "registry.test" else [])
+        r = sh(s, f"curl -sS -m 10 http://registry.test:{port}/x; echo; "
+                  f"curl -sS -m 10 --noproxy '*' http://127.0.0.1:{port}/x || echo direct-refused; "
+                  "curl -fsS -m 10 http://denied.test/ || echo denied-refused", repo)
+    assert r.out.splitlines()[0] == "PACKAGE", r.out + r.err
+    assert "direct-refused" in r.out and "denied-refused" in r.out
+    assert any(v.kind == "network" and v.target.startswith("denied.test") for v in s.violations)
+
+
+def test_protected_names_the_agent_creates_are_quarantined(sandbox, repo):
+    (repo / "pkg").mkdir()
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, "mkdir pkg/.git && echo x > pkg/.git/HEAD; mkdir pkg/.claude && echo x > pkg/.claude/settings.json; "
+              "mkdir newdir || echo root-refused; mv .git g || echo move-refused", repo)
+    assert "root-refused" in r.out and "move-refused" in r.out, r.out + r.err
+    s.close()
+    assert not (repo / "pkg/.git").exists() and not (repo / "pkg/.claude").exists()
+    assert {v.target for v in s.violations if "quarantine" in v.detail} >= {str(repo / "pkg/.git"), str(repo / "pkg/.claude")}
+    git("status", cwd=repo)
+
+
+def test_hard_links_and_symlinks_do_not_carry_rights_out(sandbox, repo, home):
+    (repo / "src").mkdir()
+    (home / ".ssh").mkdir()
+    (home / ".ssh/id_rsa").write_text("KEY\n")
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, f"ln .git/config src/cfg || echo link-refused; ln -s {home}/.ssh/id_rsa src/key; "
+              "cat src/key || echo read-refused; echo pwn >> src/cfg || true", repo)
+    assert "link-refused" in r.out and "read-refused" in r.out, r.out + r.err
+    assert "pwn" not in (repo / ".git/config").read_text()
+
+
+def test_signals_do_not_reach_host_processes(sandbox, repo):
+    victim = subprocess.Popen(["sleep", "30"])
+    try:
+        s = sandbox(Level.READWRITE, config=landlock())
+        r = sh(s, f"kill -9 {victim.pid} || echo kill-refused; cat /proc/{victim.pid}/environ || echo environ-refused",
+               repo)
+        assert "kill-refused" in r.out and "environ-refused" in r.out, r.out + r.err
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_the_python_launcher_applies_the_same_rules(sandbox, repo, home, monkeypatch):
+    import gtd.sandbox.nativelaunch as nativelaunch
+
+    monkeypatch.setattr(nativelaunch, "launcher_path", lambda **kw: None)
+    (home / ".ssh").mkdir()
+    (home / ".ssh/id_rsa").write_text("KEY\n")
+    (repo / "src").mkdir()
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, f"echo ok > src/a && cat src/a; cat {home}/.ssh/id_rsa || echo ssh-refused; "
+              "echo x > .git/hooks/pre-commit || echo hook-refused; grep -c Cap[EP] /proc/self/status; "
+              "grep CapEff /proc/self/status", repo)
+    assert "ok" in r.out and "ssh-refused" in r.out and "hook-refused" in r.out, r.out + r.err
+    assert "CapEff:\t0000000000000000" in r.out
+    assert "launch.py" in " ".join(s._backend._launcher)
