@@ -36,8 +36,8 @@ def main() -> None:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
 
     from gtd.config.schema import GtdConfig, Level
-    from gtd.sandbox.kernel import LAUNCHER, KernelLayers, status
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.linux.kernel import LAUNCHER, KernelLayers, status
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     print(f"landlock: {status()['landlock']}; cgroups: {status()['cgroups'] or 'none writable'}")

@@ -17,12 +17,12 @@ two batches ran back to back), with the lowest and highest round beside it.
    ignores proxy variables dials the address itself), against the same client run outside.
 
 With `--relay-from REV` the in-process half also runs CONNECT through a second proxy built from
-gtd/sandbox/proxy.py, relay.py and relay.c as they were at git revision REV, in the same rounds: a before/after on
+gtd/sandbox/network/proxy.py, relay.py and relay.c as they were at git revision REV, in the same rounds: a before/after on
 one machine state. With `--load N`, N busy loops (one process each) run for the whole measurement, so
 "under load" is the same load for every case; the load average is printed before and after either way.
 With `--busy-interpreter`, a CPU-bound Python thread runs in the proxy's own process, as gtd's own work
 (parsing an agent's output, drawing the live view) can: a relay loop in Python then waits for the GIL.
-Today's proxy relays with relay.c's loop when it can be built (gtd/sandbox/nativerelay.py); the line with
+Today's proxy relays with relay.c's loop when it can be built (gtd/sandbox/network/nativerelay.py); the line with
 the load average says which loop it used.
 
 Target (issue 13): proxied throughput >= 80 % of direct, judged on the data phase: size / (curl's
@@ -295,8 +295,8 @@ def native_relay_at(rev: str, directory: Path):
     """relay.c's copy loop as it was at `rev`, built into `directory` and loaded by nativerelay.py as it was
     then (its arguments were those of then); None where that revision had none or it cannot be built."""
     try:
-        (directory / "relay.c").write_text(source_at(rev, "gtd/sandbox/relay.c"))
-        then = module_at(rev, "gtd/sandbox/nativerelay.py", f"nativerelay_{rev}", directory / "nativerelay.py")
+        (directory / "relay.c").write_text(source_at(rev, "gtd/sandbox/network/relay.c"))
+        then = module_at(rev, "gtd/sandbox/network/nativerelay.py", f"nativerelay_{rev}", directory / "nativerelay.py")
     except subprocess.CalledProcessError:
         return None
     built = then.nativebuild.compile_into(then.SOURCE, "relay.so", directory, then.FLAGS, max_bytes=then.MAX_BYTES,
@@ -305,26 +305,26 @@ def native_relay_at(rev: str, directory: Path):
 
 
 def proxy_at(rev: str, directory: Path):
-    """FilteringProxy of gtd/sandbox/proxy.py at `rev`, relaying with gtd/sandbox/relay.py and relay.c at `rev`
+    """FilteringProxy of gtd/sandbox/network/proxy.py at `rev`, relaying with gtd/sandbox/network/relay.py and relay.c at `rev`
     (its accept, hand-shake and relay as they were; the policy modules it imports are today's)."""
-    relay = module_at(rev, "gtd/sandbox/relay.py", f"relay_{rev}")
+    relay = module_at(rev, "gtd/sandbox/network/relay.py", f"relay_{rev}")
     if hasattr(relay, "_native_looked"):  # a relay with relay.c's loop: that revision's, not today's library
         relay._native, relay._native_looked = native_relay_at(rev, directory), True
-    today = sys.modules.get("gtd.sandbox.relay")
-    sys.modules["gtd.sandbox.relay"] = relay
+    today = sys.modules.get("gtd.sandbox.network.relay")
+    sys.modules["gtd.sandbox.network.relay"] = relay
     try:
-        return module_at(rev, "gtd/sandbox/proxy.py", f"proxy_{rev}").FilteringProxy
+        return module_at(rev, "gtd/sandbox/network/proxy.py", f"proxy_{rev}").FilteringProxy
     finally:
         if today is None:
-            del sys.modules["gtd.sandbox.relay"]
+            del sys.modules["gtd.sandbox.network.relay"]
         else:
-            sys.modules["gtd.sandbox.relay"] = today
+            sys.modules["gtd.sandbox.network.relay"] = today
 
 
 def in_process(files: int, probe: int, sizes: list[int], runs: int, batch: int, connects: int,
                relay_from: str | None, server_pid: int, directory: Path) -> list[tuple]:
-    from gtd.sandbox.domains import DomainRules
-    from gtd.sandbox.proxy import FilteringProxy
+    from gtd.sandbox.policy.domains import DomainRules
+    from gtd.sandbox.network.proxy import FilteringProxy
 
     rules = DomainRules.parse([f"127.0.0.1:{files}", f"127.0.0.1:{probe}"], [])
     proxy = FilteringProxy(rules, TOKEN)
@@ -377,7 +377,7 @@ def from_sandbox(files: int, probe: int, sizes: list[int], runs: int, batch: int
     """Through a real session: the proxy port (CONNECT) and interception (the client dials the
     registry's stand-in address itself), against the same client outside the sandbox."""
     from gtd.config.schema import GtdConfig, Level
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     home = temp_dir("gtd-bench-proxy-home-")
@@ -465,7 +465,7 @@ def main() -> None:
                     f.write(chunk)
         server, files, probe = start_servers(tmp)
         burners += [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
-        from gtd.sandbox import relay
+        from gtd.sandbox.network import relay
 
         relay.use_native()  # relay.c's loop, built into gtd's state dir if needed (else the Python loop)
         if args.busy_interpreter:

@@ -80,7 +80,7 @@ def main() -> None:
 
     from gtd.config.schema import GtdConfig, Level
     from gtd.providers.base import SandboxNeeds
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blob)

@@ -53,7 +53,7 @@ def main() -> None:
     try:
         from gtd.config.schema import GtdConfig, Level
         from gtd.record import replace
-        from gtd.sandbox.policy import build_policy
+        from gtd.sandbox.policy.sandbox_policy import build_policy
         from gtd.sandbox.session import open_sandbox
 
         policy = build_policy(GtdConfig(), workspace=ROOT, level=Level.READWRITE, home=home)

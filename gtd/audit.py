@@ -1,6 +1,6 @@
 """The per-project audit log: append-only JSONL in gtd's state, which no sandbox can write but every
 sandbox can read (gtd's state dir is read-only inside, not hidden): nothing the agent is not to learn
-is recorded (the host-loopback hints, sandbox/hints.py split_hints).
+is recorded (the host-loopback hints, sandbox/diagnose/hints.py split_hints).
 
 Every run, phase, level, violation, escalation request and decision (and who decided)
 is recorded so a person can always answer "why was this blocked?" and "who allowed that?".

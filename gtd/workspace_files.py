@@ -83,7 +83,7 @@ def relative_parts(root: Path, path: str | os.PathLike) -> list[str]:
 
 
 def _within(path: str, base: str) -> bool:
-    """path is base or below it (both absolute and normalised; gtd.sandbox.containment.inside, which
+    """path is base or below it (both absolute and normalised; gtd.sandbox.policy.containment.inside, which
     this module cannot import: `gtd status` runs it without loading gtd.sandbox)."""
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 

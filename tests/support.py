@@ -129,7 +129,7 @@ def sandboxes(workspace: Path, home: Path, **session_defaults) -> Iterator[Calla
     """A factory of started sandbox sessions, all closed on exit:
     make(level, config=..., needs=..., phase=..., workspace=..., **session kwargs)."""
     from gtd.config.schema import GtdConfig, Level
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     opened = []

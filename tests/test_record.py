@@ -82,7 +82,7 @@ def test_a_field_without_default_after_one_with_a_default_or_a_mutable_default_i
 
 def test_the_sandbox_policy_is_a_frozen_record_replace_keeps_the_rest():
     from gtd.config.levels import Level
-    from gtd.sandbox.policy import SandboxPolicy
+    from gtd.sandbox.policy.sandbox_policy import SandboxPolicy
 
     policy = SandboxPolicy(level=Level.READONLY, workspace=Path("/w"), writable=(), protected=(), deny_read=(),
                            allow_domains=(), deny_domains=(), model_hosts=(), env_passthrough=())

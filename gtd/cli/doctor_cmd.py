@@ -21,7 +21,7 @@ def collect(directory=None) -> list[dict]:
     from gtd.errors import GtdError
     from gtd.host_programs import host_program
     from gtd.providers.registry import provider_report
-    from gtd.sandbox.doctor import sandbox_checks
+    from gtd.sandbox.diagnose.doctor import sandbox_checks
 
     git = host_program("git")  # the git gtd commits with: never one from the repository's PATH dirs
     checks = [

@@ -117,7 +117,7 @@ def _explain_credential_files(data, write) -> None:
 def _explain_registries(policy, write) -> None:
     """The registries the person's own settings name (reachable at network without a prompt), and whose
     credentials reach the sandbox."""
-    from gtd.sandbox.registries import user_registries
+    from gtd.sandbox.policy.registries import user_registries
 
     registries = policy.registries or tuple(user_registries(policy.home, workspace=policy.workspace))
     if registries:
@@ -133,7 +133,7 @@ def _explain_caches(policy, write) -> None:
     """Which package caches the command can write, and how (overlay or per-project fallback)."""
     if not policy.caches:
         return
-    from gtd.sandbox.caches import CACHE_HOME, fallback_dir, layer_dir, overlay_check
+    from gtd.sandbox.policy.caches import CACHE_HOME, fallback_dir, layer_dir, overlay_check
 
     ok, detail = overlay_check()
     if ok:
@@ -206,7 +206,7 @@ def why(
       gtd sandbox why .git/hooks/pre-commit --phase build
       gtd sandbox why registry.npmjs.org:443 --phase build
     """
-    from gtd.sandbox.why import why as explain_target
+    from gtd.sandbox.diagnose.why import why as explain_target
 
     from gtd.config.levels import Level
 

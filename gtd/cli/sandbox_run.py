@@ -27,7 +27,7 @@ def policy_for(phase: Phase | None, level: Level | None, directory: Path | None,
     """The sandbox policy for the effective config (validated values, no pydantic models); `loaded`: that
     config, when the caller has loaded it already."""
     from gtd.config.view import ConfigView
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     loaded = loaded or load_config_at(directory)
     workspace = loaded.repo_root or (directory or Path.cwd()).resolve()
@@ -68,7 +68,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
         return _run_in_sandbox(command, phase, level, directory, non_interactive, pending_json, loaded)
     finally:
         if sys.platform.startswith("linux"):
-            from gtd.sandbox.limits import drop_ready
+            from gtd.sandbox.linux.limits import drop_ready
 
             drop_ready()
 
@@ -76,7 +76,7 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
 def _first_cgroup_ready(loaded) -> None:
     """The first command's cgroup made and its move primed before the policy is built (limits.make_ready)."""
     from gtd.config.view import ConfigView
-    from gtd.sandbox.limits import ResourceLimits, make_ready
+    from gtd.sandbox.linux.limits import ResourceLimits, make_ready
 
     try:
         limits = ResourceLimits.from_config(ConfigView(loaded.values).sandbox.limits)
@@ -172,7 +172,7 @@ def _show_hints(policy, stderr_text: str, escalator) -> None:
     """A failed command whose error blames the network for a write the sandbox refused (npm's EROFS
     "while trying to fetch"): the refused path, on stderr (stdout stays the command's), and audited.
     A server on the host's loopback is named on stderr only: the audit log is readable inside."""
-    from gtd.sandbox.hints import split_hints
+    from gtd.sandbox.diagnose.hints import split_hints
 
     told, person_only = split_hints(stderr_text, policy)
     for hint in told + person_only:
@@ -187,7 +187,7 @@ def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None
     if not stderr_text:
         return  # nothing said, nothing refused (and the patterns need not be compiled)
     from gtd.sandbox.session import Violation
-    from gtd.sandbox.violations import refused_writes
+    from gtd.sandbox.diagnose.violations import refused_writes
 
     for _, target, reason in refused_writes(stderr_text, policy, cwd):  # whatever the exit status
         session.record_violation(Violation.now("write", target, policy.level, reason))

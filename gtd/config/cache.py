@@ -41,7 +41,7 @@ MAX_ENTRIES = 64
 
 # gtd's own code that decides what a config file validates to: all of gtd/config/, plus the modules
 # its validators and the project trust filter call into.
-_CODE = ("escalation/trust.py", "sandbox/limits.py", "workspace_files.py", "providers/cli_models.py")
+_CODE = ("escalation/trust.py", "sandbox/linux/limits.py", "workspace_files.py", "providers/cli_models.py")
 
 
 @functools.cache

@@ -73,7 +73,7 @@ class ResourceLimitsConfig(ConfigModel):
     @field_validator("memory")
     @classmethod
     def _memory_size(cls, value):
-        from gtd.sandbox.limits import parse_memory
+        from gtd.sandbox.linux.limits import parse_memory
 
         parse_memory(value)  # raises ValueError with the accepted spellings
         return value

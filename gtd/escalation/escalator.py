@@ -183,8 +183,8 @@ def saved_rule_scope(request: EscalationRequest, repo_root: Path) -> Scope | Non
 
 
 def _covers(config, request: EscalationRequest, repo_root: Path) -> bool:
-    from gtd.sandbox.domains import DomainRules, split_host_port
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.domains import DomainRules, split_host_port
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     if request.kind == "level":
         return request.phase is not None and request.requested_level is not None and \
@@ -350,8 +350,8 @@ class Escalator:
             return False
         from gtd.config.loader import load_config
         from gtd.escalation.trust import filter_untrusted_project
-        from gtd.sandbox.domains import DomainRules, split_host_port
-        from gtd.sandbox.policy import build_policy
+        from gtd.sandbox.policy.domains import DomainRules, split_host_port
+        from gtd.sandbox.policy.sandbox_policy import build_policy
 
         try:
             config = load_config(self.repo_root, project_filter=filter_untrusted_project).config

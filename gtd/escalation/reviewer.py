@@ -55,14 +55,14 @@ class _Timeouts:
 
 def out_of_bounds(request: EscalationRequest, config: Any, repo_root: Path, needs=None) -> str | None:
     """Why the reviewer may not decide this request (it goes the `prompt` way), or None."""
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     if request.kind == "level":
         requested = request.requested_level or Level(request.target)
         return "level full is only a person's to grant" if requested == Level.FULL else None
     policy = build_policy(config, workspace=repo_root, phase=request.phase, level=request.level, needs=needs)
     if request.kind == "domain":
-        from gtd.sandbox.domains import DomainRules, split_host_port
+        from gtd.sandbox.policy.domains import DomainRules, split_host_port
 
         deny = [*policy.deny_domains, *(rule for level in Level
                                         for rule in config.sandbox.levels.for_level(level).deny_domains)]
@@ -146,7 +146,7 @@ class Reviewer:
         from gtd.providers.base import AgentRequest
         from gtd.providers.events import EventKind
         from gtd.providers.runner import run_agent
-        from gtd.sandbox.policy import build_policy
+        from gtd.sandbox.policy.sandbox_policy import build_policy
         from gtd.sandbox.session import open_sandbox
 
         config = self._config()

@@ -58,7 +58,7 @@ class SandboxNeeds:
     writable_dirs: list[Path] = field(default_factory=list)  # state dirs: sessions, caches
     protected_paths: list[Path] = field(default_factory=list)  # its config/hook/plugin dirs: read-only
     # What the CLI reads from its gtd-managed dir (the config gtd writes for it): shown read-only in the
-    # hidden HOME (sandbox/home_allow.py).
+    # hidden HOME (sandbox/policy/home_allow.py).
     read_dirs: list[Path] = field(default_factory=list)
     env_passthrough: list[str] = field(default_factory=list)  # credential env var names let in
     # A cloud model provider's (Bedrock, Vertex: providers/cloud_credentials.py) variables and files, with why.

@@ -3,7 +3,7 @@
 Under gtd, opencode and pi run with a config dir gtd writes, so the person's own settings would be
 lost: their default model, and the providers they defined (a local Ollama or LM Studio, a gateway).
 This module reads those settings from the person's *user-level* files -- their own choice, like
-their package registry settings (sandbox/registries.py) -- and says which model API hosts the chosen
+their package registry settings (sandbox/policy/registries.py) -- and says which model API hosts the chosen
 providers need, with where each came from, so the sandbox opens them at every level without a prompt:
 
 - opencode: `$XDG_CONFIG_HOME/opencode/{config.json,opencode.json,opencode.jsonc}` and the file
@@ -170,7 +170,7 @@ def provider_of(model: str | None) -> str | None:
 def url_rule(url: str, environ: Mapping[str, str]) -> str | None:
     """A baseURL's "host:port" ({env:NAME} filled in from the environment, as opencode does), or None."""
     from gtd.providers.endpoints import host_port
-    from gtd.sandbox.domains import normalise_host, parse_rule, split_host_port, valid_host
+    from gtd.sandbox.policy.domains import normalise_host, parse_rule, split_host_port, valid_host
 
     url = re.sub(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: environ.get(m.group(1), ""), url.strip())
     if not re.match(r"^https?://", url, re.IGNORECASE):

@@ -15,7 +15,7 @@ Vertex, the provider adds what that chain reads:
   GOOGLE_APPLICATION_CREDENTIALS names and gcloud's `application_default_credentials.json`, read-only.
 
 Which files are really mounted, after resolving them on the host, is decided by
-sandbox/credential_files.py. Chosen: claude by CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX in
+sandbox/policy/credential_files.py. Chosen: claude by CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX in
 gtd's environment; opencode and pi by the chosen model's provider (`amazon-bedrock/...`,
 `google-vertex/...`, `google-vertex-anthropic/...`).
 """

@@ -18,7 +18,7 @@ from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider
 from gtd.providers.events import AgentEvent, EventKind, json_object
 from gtd.providers.guard import forbidden_tools
 from gtd.providers.scripted_agent import TURNS_ENV, ScriptError, validate_script
-from gtd.sandbox.containment import inside
+from gtd.sandbox.policy.containment import inside
 
 DEMO_SCRIPT = "demo-script.json"
 # Set by gtd's test suite: the scripted provider may play its built-in demo script outside `gtd demo`.

@@ -73,7 +73,7 @@ def compile_into(source: Path, name: str, directory: Path, flags: list[str], *, 
 
 
 def report(what: str, built: Path | None, fallback: str) -> int:
-    """A build command's outcome (`python -m gtd.sandbox.nativelaunch`, `...nativerelay`, run by scripts/setup):
+    """A build command's outcome (`python -m gtd.sandbox.linux.nativelaunch`, `...nativerelay`, run by scripts/setup):
     where the build is, or which fallback gtd uses without it; the command's exit status."""
     import sys
 

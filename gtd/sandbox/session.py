@@ -21,8 +21,8 @@ from gtd.background import Background
 from gtd.config.levels import Level
 from gtd.errors import SandboxUnavailable
 from gtd.record import record
-from gtd.sandbox.containment import inside, strictly_inside
-from gtd.sandbox.policy import PHASE_FILES, SandboxPolicy
+from gtd.sandbox.policy.containment import inside, strictly_inside
+from gtd.sandbox.policy.sandbox_policy import PHASE_FILES, SandboxPolicy
 from gtd.which import which
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -106,7 +106,7 @@ class SandboxSession:
         self._created_files: list[Path] = []  # the phase file, created empty so it can be bound
         self._relays: list = []  # stdio pumps (sandbox/stdio.py), drained before close() returns
         self._caches = None  # the package-cache layer (caches.py), Linux only
-        self._layers = None  # Landlock and resource limits under bwrap (sandbox/kernel.py)
+        self._layers = None  # Landlock and resource limits under bwrap (sandbox/linux/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
         self._spare_cgroup = None  # made by start() for the first command (in self._cgroups already)
         self._bwrap: str | None = None  # bubblewrap's path, found by start() outside the workspace (host_programs)
@@ -132,12 +132,12 @@ class SandboxSession:
                 self._start_proxy_on_host()
             else:
                 self._check_linux()
-                from gtd.sandbox.kernel import KernelLayers
+                from gtd.sandbox.linux.kernel import KernelLayers
 
                 # First, so the priming cgroup move's grace period (~10-15 ms) runs while the rest is set up.
                 self._layers = KernelLayers.for_policy(self.policy)
                 if self._layers.cgroups:  # the first command's cgroup move then waits for nothing
-                    from gtd.sandbox.limits import prime_moves, take_ready
+                    from gtd.sandbox.linux.limits import prime_moves, take_ready
 
                     # The first command's cgroup is made before the priming move starts: a mkdir in a cgroup
                     # hierarchy waits for a move in flight and would stall the first command's start here.
@@ -151,31 +151,31 @@ class SandboxSession:
                 if self._backend is not None:
                     self._backend.start()  # its own seccomp filter and proxy listener; no package-cache layer
                 else:
-                    from gtd.sandbox.seccomp import cached_filter
+                    from gtd.sandbox.linux.seccomp import cached_filter
 
                     try:
                         self._program = cached_filter()
                     except (OSError, ImportError, AttributeError) as exc:
                         raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
                     self._proxy = self._make_proxy()
-                    from gtd.sandbox.caches import CacheLayer
+                    from gtd.sandbox.policy.caches import CacheLayer
 
                     self._caches = CacheLayer(self.policy.caches, self.policy.workspace, untrusted=self.untrusted_dirs()).start()
-            from gtd.sandbox.registries import ToolSettings
+            from gtd.sandbox.policy.registries import ToolSettings
 
             self._tools = ToolSettings(self.policy.home, self.policy.credential_hosts).start(
                 bind=sys.platform != "darwin" and self._backend is None)
             self._prepare_paths()
-            from gtd.sandbox.placeholders import PlaceholderRegistry
+            from gtd.sandbox.host.placeholders import PlaceholderRegistry
 
             self._registry = PlaceholderRegistry(self.policy.workspace)
             self._record_settled(self._registry.enter())  # what a killed session left behind
             self._settle_killed_sessions()
             if sys.platform != "darwin" and self._backend is None:  # bwrap's mount points
-                from gtd.sandbox.hostcreate import make_placeholder_parents
+                from gtd.sandbox.host.hostcreate import make_placeholder_parents
 
                 make_placeholder_parents(self.policy, self._registry)
-        from gtd import special_files
+        from gtd.sandbox.host import special_files
 
         special_files.session_opened()  # host git sweeps the work tree before every run until it closes
         self._started = True
@@ -185,7 +185,7 @@ class SandboxSession:
         if not self._started:
             return
         self._started = False
-        from gtd import special_files
+        from gtd.sandbox.host import special_files
 
         special_files.forget()  # what the agent made meanwhile is swept before the next host git run
         with self._lock:
@@ -242,7 +242,7 @@ class SandboxSession:
         if state is None or not state.walked:
             return  # nothing in the work tree was writable: nothing could be planted there
         from gtd import paths
-        from gtd.sandbox.gitguard import remember, settle
+        from gtd.sandbox.host.gitguard import remember, settle
 
         into = paths.project_state_dir(self.policy.workspace) / "quarantine"
         self._record_settled(settle(state, self.policy.workspace, into))
@@ -253,7 +253,7 @@ class SandboxSession:
         if self.unsandboxed or state is None:
             return
         from gtd import paths
-        from gtd.sandbox.gitguard import planted, quarantine
+        from gtd.sandbox.host.gitguard import planted, quarantine
 
         found = planted(state, self.policy.workspace, walk_tree=self._tree_writable,
                         outside_writable=self._writable_outside() if self._tree_writable else ())
@@ -399,16 +399,16 @@ class SandboxSession:
                 "the sandbox is enabled but bubblewrap (bwrap) is not installed: install it "
                 "(e.g. `apt-get install bubblewrap`), or set sandbox.enabled=false to run unsandboxed. " + DOCTOR_HINT
             )
-        from gtd.sandbox import userns
+        from gtd.sandbox.linux import userns
 
         if refused := userns.refusal():
             raise SandboxUnavailable(f"{refused}. {DOCTOR_HINT}")
 
     def _make_proxy(self):
-        from gtd.sandbox.domains import DomainRules
-        from gtd.sandbox.proxy import FilteringProxy
+        from gtd.sandbox.policy.domains import DomainRules
+        from gtd.sandbox.network.proxy import FilteringProxy
 
-        from gtd.sandbox.dns import StandInNames
+        from gtd.sandbox.network.dns import StandInNames
 
         self._names = StandInNames()
         rules = DomainRules.parse(self.policy.reachable, self.policy.deny_domains)
@@ -427,7 +427,7 @@ class SandboxSession:
         something to bind), never through a symlink (hostcreate). Any other missing writable path is
         left alone: what it should be (file or directory) is only known once the agent tries to write
         it, and its approval creates it."""
-        from gtd.sandbox.hostcreate import create_empty_file, existing_prefix, make_dirs
+        from gtd.sandbox.host.hostcreate import create_empty_file, existing_prefix, make_dirs
 
         policy = self.policy
         phase_file = policy.workspace / PHASE_FILES[policy.phase] if policy.phase in PHASE_FILES else None
@@ -466,7 +466,7 @@ class SandboxSession:
         raise AssertionError("unreachable")
 
     def _namespace_layout(self):
-        from gtd.sandbox.netns import NamespaceLayout
+        from gtd.sandbox.linux.netns import NamespaceLayout
 
         forwards = tuple(self.policy.host_loopback_ports)
         return NamespaceLayout(
@@ -477,13 +477,13 @@ class SandboxSession:
         )
 
     def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
-        from gtd.sandbox.bwrap import render_mounts
-        from gtd.sandbox.gateway import NamespaceGateway
-        from gtd.sandbox.netns import NamespaceHelper
-        from gtd.sandbox.seccomp import filter_fd
+        from gtd.sandbox.linux.bwrap import render_mounts
+        from gtd.sandbox.network.namespace_gateway import NamespaceGateway
+        from gtd.sandbox.linux.netns import NamespaceHelper
+        from gtd.sandbox.linux.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
-        from gtd.sandbox.gitshim import with_shim
+        from gtd.sandbox.policy.gitshim import with_shim
 
         policy = self.policy
         if self._caches is not None and self._caches.writable():
@@ -606,8 +606,8 @@ class SandboxSession:
         if said is None:
             said = _probe_bwrap(self._bwrap)
         else:
-            from gtd.sandbox import userns
-            from gtd.sandbox.bwrap import too_old
+            from gtd.sandbox.linux import userns
+            from gtd.sandbox.linux.bwrap import too_old
 
             cause = too_old(self._bwrap) or userns.restriction()  # what bwrap's line leaves unsaid, when it applies
             said = f"{said}; {cause}" if cause else said
@@ -615,7 +615,7 @@ class SandboxSession:
 
     def _replay_mounts(self, policy: SandboxPolicy) -> str | None:
         """bwrap's first line of error for this policy's mounts with `true` as the command, or None."""
-        from gtd.sandbox.bwrap import render_mounts
+        from gtd.sandbox.linux.bwrap import render_mounts
 
         fds: list[int] = []
         try:
@@ -675,7 +675,7 @@ class SandboxSession:
         self._proxy.serve(listener)
 
     def _popen_seatbelt(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
-        from gtd.sandbox.seatbelt import render_profile
+        from gtd.sandbox.macos.seatbelt import render_profile
 
         profile = render_profile(self.policy, proxy_port=self.proxy_port)
         self._tree_writable = True  # the profile is not inspected here: walk the tree as before
@@ -807,11 +807,11 @@ def _probe_bwrap(bwrap: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if r.returncode:
-        from gtd.sandbox import userns
+        from gtd.sandbox.linux import userns
 
         said = r.stderr.strip() or f"minimal bwrap run exited {r.returncode}"
         return f"{said}; {restricted}" if (restricted := userns.restriction()) else said
-    from gtd.sandbox.bwrap import too_old
+    from gtd.sandbox.linux.bwrap import too_old
 
     return too_old(bwrap) or "bwrap works in a minimal run; check the paths in the policy"
 

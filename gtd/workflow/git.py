@@ -62,7 +62,7 @@ def _host_git(repo: Path) -> list[str]:
     """git's argv head: the host's own git, never one from a PATH directory in the repository (an activated
     project venv: the agent writes it), and the options every run of gtd's takes. FIFOs, sockets and device
     nodes the agent left in the work tree are moved out first: git would wait on one for ever."""
-    from gtd import special_files
+    from gtd.sandbox.host import special_files
 
     special_files.sweep(repo)
     if repo not in _PROGRAMS:

@@ -101,7 +101,7 @@ def remove_absorbed(repo: Path, todo_text: str, *, search: git.Running | None = 
     """Remove the markers TODO.md cites by `path:line` (found by `search`, a marker_search started
     earlier, or given as `entries`, marker_lines' output). Returns `path:line` of each one removed;
     `left` (when given) gets each cited file gtd would not touch, with why."""
-    from gtd.sandbox.protected import protected_in_work_tree
+    from gtd.sandbox.policy.protected import protected_in_work_tree
 
     by_file: dict[str, list[int]] = {}
     for entry in entries if entries is not None else marker_lines(repo, limit=1000, search=search):

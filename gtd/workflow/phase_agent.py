@@ -23,9 +23,9 @@ from gtd.providers.events import AgentEvent, EventKind, call_detail
 from gtd.providers.guard import ForbiddenToolUsed
 from gtd.providers.runner import TIMEOUT_SETTINGS, ActivityClock, AgentResult, run_agent
 from gtd.record import record, replace
-from gtd.sandbox.policy import SandboxPolicy, build_policy
+from gtd.sandbox.policy.sandbox_policy import SandboxPolicy, build_policy
 from gtd.sandbox.session import SandboxSession, Violation, open_sandbox
-from gtd.sandbox.violations import mentions_refusal
+from gtd.sandbox.diagnose.violations import mentions_refusal
 from gtd.workflow import markdown
 from gtd.workflow.context import RunContext
 from gtd.terminal_text import visible
@@ -130,8 +130,8 @@ class PhaseAgent:
                     calls[event.tool_id] = event
                 if event.kind == EventKind.TOOL_RESULT and event.is_error:
                     # Read out of failed tool calls only: their patterns cost ~15 ms to compile.
-                    from gtd.sandbox.hints import misleading_error_hints
-                    from gtd.sandbox.violations import denied_write_paths
+                    from gtd.sandbox.diagnose.hints import misleading_error_hints
+                    from gtd.sandbox.diagnose.violations import denied_write_paths
 
                     for path in denied_write_paths(event.text or ""):
                         denied.append((path, calls.get(event.tool_id or "", event), event.text or ""))
@@ -140,7 +140,7 @@ class PhaseAgent:
                 elif event.kind == EventKind.TOOL_RESULT and mentions_refusal(event.text or ""):
                     # A command that went on after a refused write and exited 0 (`touch ~/.x; echo done`):
                     # the writes the policy indeed refuses are refusals all the same.
-                    from gtd.sandbox.violations import refused_writes
+                    from gtd.sandbox.diagnose.violations import refused_writes
 
                     for raw, _, _ in refused_writes(event.text or "", policy, self.ctx.repo):
                         denied.append((raw, calls.get(event.tool_id or "", event), event.text or ""))
@@ -195,7 +195,7 @@ class PhaseAgent:
         whatever its exit status (a test run that swallows an EROFS still passes)."""
         if not mentions_refusal(output):
             return
-        from gtd.sandbox.violations import refused_writes
+        from gtd.sandbox.diagnose.violations import refused_writes
 
         for _, target, reason in refused_writes(output, policy, self.ctx.repo):
             self._record_violation(Violation(kind="write", target=target, level=policy.level, time=_now(),
@@ -326,7 +326,7 @@ class PhaseAgent:
                 self._stop_if_headless_denied()  # the proxy refused a connection nobody could approve
             told, person_only = [], []
             if done.returncode != 0:
-                from gtd.sandbox.hints import split_hints
+                from gtd.sandbox.diagnose.hints import split_hints
 
                 told, person_only = split_hints(output, policy)  # the second says which host ports serve
             hints = told + person_only

@@ -346,7 +346,7 @@ def commit_human_edits(repo: Path, progress=None) -> HumanEdits | None:
     separate commits, fix first, hunk by hunk within a file. Untracked secrets or bulk stop it
     (gtd.workflow.unsafe). The agent's unfinished work (gtd.workflow.leftovers) is never in these
     commits: it stays for the phase to carry on."""
-    from gtd.sandbox.placeholders import settle_leftovers
+    from gtd.sandbox.host.placeholders import settle_leftovers
     from gtd.workflow.unsafe import UnsafeFiles
 
     settle_leftovers(repo)  # a killed sandbox's placeholders and planted protected paths are never committed

@@ -81,7 +81,8 @@ def test_doctor_fails_when_no_agent_cli_is_there_for_provider_auto(repo):
 def test_doctors_sandbox_start_covers_the_network_layer_a_build_phase_needs(monkeypatch):
     """The probe starts a readwrite sandbox: a readonly one has no proxy port or DNS inside, so it passed
     for a non-root developer whose every build phase failed to set up the sandbox's network."""
-    from gtd.sandbox import doctor, netns
+    from gtd.sandbox.diagnose import doctor
+    from gtd.sandbox.linux import netns
 
     def cannot(layout):
         raise OSError("no sockets in this namespace")

@@ -9,7 +9,7 @@ from gtd.config.levels import Level, Phase
 from gtd.config.schema import GtdConfig
 from gtd.config.view import ConfigView
 from gtd.providers.base import SandboxNeeds
-from gtd.sandbox.policy import build_policy
+from gtd.sandbox.policy.sandbox_policy import build_policy
 
 CUSTOM = {
     "provider": "scripted",

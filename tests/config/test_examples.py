@@ -14,8 +14,8 @@ from gtd.config.loader import load_config
 from gtd.config.schema import Level
 from gtd.config.validation import validate_layer
 from gtd.providers.base import SandboxNeeds
-from gtd.sandbox.domains import DomainRules
-from gtd.sandbox.policy import build_policy
+from gtd.sandbox.policy.domains import DomainRules
+from gtd.sandbox.policy.sandbox_policy import build_policy
 from support import git
 
 ROOT = Path(__file__).resolve().parents[2]

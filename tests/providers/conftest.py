@@ -56,7 +56,7 @@ def write_script(tmp_path):
 @pytest.fixture
 def sandbox_session(tmp_path, isolated_home):
     """Factory for a real sandbox session (bwrap) over a workspace, closed after the test."""
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     opened = []

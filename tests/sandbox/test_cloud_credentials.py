@@ -1,5 +1,5 @@
 """Bedrock's and Vertex's credentials in the real sandbox (providers/cloud_credentials.py,
-sandbox/credential_files.py): when the chosen provider is Bedrock or Vertex, its variables are passed
+sandbox/policy/credential_files.py): when the chosen provider is Bedrock or Vertex, its variables are passed
 and its credential files are readable and not writable, while the rest of the hidden dir stays hidden;
 for any other provider neither variables nor files reach the sandbox. Files are resolved on the host:
 a link into another secret or the workspace is refused, and `gtd sandbox explain` says where each came from."""
@@ -16,7 +16,7 @@ from gtd.config.schema import GtdConfig, Level
 from gtd.providers.claude import ClaudeProvider
 from gtd.providers.opencode import OpencodeProvider
 from gtd.providers.pi import PiProvider
-from gtd.sandbox.policy import build_policy
+from gtd.sandbox.policy.sandbox_policy import build_policy
 from sandbox_support import requires_bwrap, sh
 from support import run_gtd
 
@@ -236,7 +236,7 @@ def test_explain_names_where_the_cloud_variables_and_files_came_from(repo, aws_h
 
 
 def test_the_macos_profile_lets_the_credential_files_be_read_and_never_written(repo, aws_home, monkeypatch):
-    from gtd.sandbox.seatbelt import macos_path, render_profile
+    from gtd.sandbox.macos.seatbelt import macos_path, render_profile
 
     monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
@@ -269,7 +269,7 @@ def test_a_credential_file_in_a_writable_path_is_refused(repo, home, tmp_path, m
 
 
 def test_why_says_a_credential_file_is_readable_and_never_writable(repo, aws_home, monkeypatch):
-    from gtd.sandbox.why import why_path
+    from gtd.sandbox.diagnose.why import why_path
 
     monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)

@@ -10,7 +10,7 @@ import gtd
 from sandbox_support import requires_bwrap, sh
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy import build_policy, runtime_roots
+from gtd.sandbox.policy.sandbox_policy import build_policy, runtime_roots
 from gtd.sandbox.session import open_sandbox
 
 PACKAGE = Path(gtd.__file__).resolve().parent

@@ -183,7 +183,7 @@ def test_the_remembered_list_follows_new_toolchains_and_links(home, repo, monkey
     """The list is kept in gtd's state dir between starts (a `gtd sandbox run` is a new process each time), and
     is worked out again when a toolchain, or a program linked from a PATH dir, is installed."""
     from gtd import paths
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     local_bin = home / ".local/bin"
     local_bin.mkdir(parents=True)

@@ -134,7 +134,7 @@ def test_which_streams_are_relayed(tmp_path):
 
 # -- host special files (Landlock) -------------------------------------------------------------
 
-needs_landlock = pytest.mark.skipif(not __import__("gtd.sandbox.landlock").sandbox.landlock.abi_version(),
+needs_landlock = pytest.mark.skipif(not __import__("gtd.sandbox.linux.landlock").sandbox.linux.landlock.abi_version(),
                                     reason="this kernel has no Landlock")
 
 
@@ -142,7 +142,7 @@ needs_landlock = pytest.mark.skipif(not __import__("gtd.sandbox.landlock").sandb
 def launcher(request, monkeypatch):
     """Each Landlock and rlimit test runs with both launchers: the native one (launch.c, built by
     scripts/setup or on first use) and the Python fallback (launch.py), which must apply the same rules."""
-    import gtd.sandbox.nativelaunch as nativelaunch
+    import gtd.sandbox.linux.nativelaunch as nativelaunch
 
     if request.param == "python":
         monkeypatch.setattr(nativelaunch, "launcher_bytes", lambda **kw: None)
@@ -272,7 +272,7 @@ FORK_BOMB = (
 
 
 def _pids_enforced() -> bool:
-    from gtd.sandbox.limits import cgroup_support
+    from gtd.sandbox.linux.limits import cgroup_support
 
     return "pids" in cgroup_support() or os.geteuid() != 0  # RLIMIT_NPROC does not bind host root
 
@@ -295,7 +295,7 @@ def test_a_memory_hog_over_the_configured_limit_is_stopped(sandbox, repo):
 
 
 def test_without_cgroups_rlimits_still_stop_a_memory_hog(launcher, sandbox, repo, monkeypatch):
-    import gtd.sandbox.kernel as kernel
+    import gtd.sandbox.linux.kernel as kernel
 
     monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
     s = sandbox(Level.READWRITE, config=_limited(memory="256M"))
@@ -317,7 +317,7 @@ SPREAD_HOG = (
 )
 
 
-@pytest.mark.skipif("memory" not in __import__("gtd.sandbox.limits").sandbox.limits.cgroup_support(),
+@pytest.mark.skipif("memory" not in __import__("gtd.sandbox.linux.limits").sandbox.linux.limits.cgroup_support(),
                     reason="no writable memory cgroup here: memory is limited per process only")
 def test_the_memory_limit_holds_for_the_whole_process_tree(sandbox, repo):
     s = sandbox(Level.READWRITE, config=_limited(memory="256M"))
@@ -373,18 +373,18 @@ def test_doctor_reports_landlock_and_the_limits():
 
     r = subprocess.run([sys.executable, "-m", "gtd", "doctor", "--json"], capture_output=True, text=True, timeout=120)
     checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
-    from gtd.sandbox.landlock import abi_version
+    from gtd.sandbox.linux.landlock import abi_version
 
     abi = abi_version()
     assert checks["Landlock"]["ok"] is bool(abi) and checks["Landlock"]["required"] is False
     assert (f"ABI {abi}" in checks["Landlock"]["detail"]) if abi else "not available" in checks["Landlock"]["detail"]
     assert "resource limits" in checks
-    from gtd.sandbox.nativelaunch import launcher_bytes
+    from gtd.sandbox.linux.nativelaunch import launcher_bytes
 
     native = launcher_bytes(build=False) is not None  # scripts/setup built it, or an earlier start did
     assert checks["sandbox launcher"]["ok"] is native and checks["sandbox launcher"]["required"] is False
     assert ("native" in checks["sandbox launcher"]["detail"]) is native
-    from gtd.sandbox.nativerelay import library_path
+    from gtd.sandbox.network.nativerelay import library_path
 
     compiler = any(shutil.which(cc) for cc in ("cc", "gcc", "clang"))
     assert checks["proxy relay"]["ok"] is compiler and checks["proxy relay"]["required"] is False
@@ -393,7 +393,7 @@ def test_doctor_reports_landlock_and_the_limits():
 
 
 def test_cgroups_left_by_a_killed_gtd_are_swept_and_each_command_leaves_none(sandbox, repo):
-    from gtd.sandbox.limits import cgroup_support
+    from gtd.sandbox.linux.limits import cgroup_support
 
     support = cgroup_support()
     if "pids" not in support:
@@ -414,7 +414,7 @@ def test_each_command_runs_in_a_cgroup_of_its_own_the_first_made_at_start_and_no
     """start() makes the first command's cgroup before the priming move (a mkdir would wait for that move on
     the command's start path): that command runs in it, the next in a new one, and a session closed before
     running anything leaves its unused cgroup behind neither."""
-    from gtd.sandbox.limits import cgroup_support
+    from gtd.sandbox.linux.limits import cgroup_support
 
     support = cgroup_support()
     if "pids" not in support:
@@ -444,8 +444,8 @@ def test_the_landlock_abi_is_probed_once_per_boot_and_context_and_probed_again_o
     path): remembered with the boot, namespaces and seccomp state it was probed under, and probed again
     whenever any of them differs or the entry is damaged."""
     from gtd import paths
-    from gtd.sandbox import kernel
-    from gtd.sandbox.landlock import abi_version
+    from gtd.sandbox.linux import kernel
+    from gtd.sandbox.linux.landlock import abi_version
 
     remembered = paths.user_state_dir() / "cache" / "landlock-abi"
     assert kernel.landlock_abi() == abi_version()
@@ -467,7 +467,7 @@ def test_the_first_cgroup_made_before_the_policy_is_taken_only_for_the_same_limi
     """`gtd sandbox run` makes the first command's cgroup (and primes the move) once the config is read
     (limits.make_ready): the session runs its first command in it when its limits are the ones it was made
     for, removes it otherwise, and one no session took is removed by drop_ready."""
-    from gtd.sandbox import limits
+    from gtd.sandbox.linux import limits
 
     support = limits.cgroup_support()
     if "pids" not in support:
@@ -502,7 +502,7 @@ def test_the_first_cgroup_made_before_the_policy_is_taken_only_for_the_same_limi
 
 def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
     """prime_moves (session start) moves gtd into the cgroup it already is in: nothing changes."""
-    from gtd.sandbox.limits import prime_moves
+    from gtd.sandbox.linux.limits import prime_moves
 
     before = Path("/proc/self/cgroup").read_text()
     prime_moves()
@@ -512,7 +512,7 @@ def test_priming_the_cgroup_move_leaves_gtd_in_its_own_cgroup():
 def test_priming_never_moves_gtd_into_a_cgroup_it_is_not_in(tmp_path, monkeypatch):
     """Where mount point + gtd's own path names another cgroup (a bind-mounted subtree), prime_moves
     writes nothing there: only a cgroup already listing gtd is written."""
-    from gtd.sandbox import limits
+    from gtd.sandbox.linux import limits
 
     other = tmp_path / "elsewhere"
     other.mkdir()
@@ -527,7 +527,7 @@ def test_priming_never_moves_gtd_into_a_cgroup_it_is_not_in(tmp_path, monkeypatc
 
 
 def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo):
-    from gtd.sandbox.limits import cgroup_support
+    from gtd.sandbox.linux.limits import cgroup_support
 
     if "pids" not in cgroup_support():
         pytest.skip("no writable pids cgroup here: the kernel does not say when an rlimit was hit")
@@ -540,9 +540,9 @@ def test_a_limit_the_command_ran_into_is_reported_with_the_setting_to_raise(repo
 
 def test_landlock_never_allows_a_path_the_mounts_do_not_bind_read_write(repo, home):
     from gtd.config.schema import GtdConfig
-    from gtd.sandbox.bwrap import render_mounts
-    from gtd.sandbox.kernel import PRIVATE_WRITABLE, landlock_writable
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.linux.bwrap import render_mounts
+    from gtd.sandbox.linux.kernel import PRIVATE_WRITABLE, landlock_writable
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
     args = render_mounts(policy).args
@@ -566,8 +566,8 @@ def test_the_native_launcher_runs_in_front_of_the_command_as_a_read_only_copy(la
 
 def test_the_native_launcher_fails_closed_like_the_python_one(tmp_path):
     """Bad arguments, a missing command and a missing program: the Python launcher's exit codes."""
-    from gtd.sandbox.nativelaunch import launcher_bytes
-    from gtd.sandbox.kernel import LAUNCHER
+    from gtd.sandbox.linux.nativelaunch import launcher_bytes
+    from gtd.sandbox.linux.kernel import LAUNCHER
 
     data = launcher_bytes()
     if data is None:
@@ -585,7 +585,7 @@ def test_the_native_launcher_fails_closed_like_the_python_one(tmp_path):
 def test_the_launcher_is_built_on_first_use_and_a_failing_compiler_means_the_python_one(tmp_path, monkeypatch):
     import shutil
 
-    import gtd.sandbox.nativelaunch as nativelaunch
+    import gtd.sandbox.linux.nativelaunch as nativelaunch
 
     if not shutil.which("cc"):
         pytest.skip("no C compiler here")
@@ -606,7 +606,7 @@ def test_a_remembered_landlock_abi_of_none_never_turns_landlock_off(sandbox, rep
     this kernel has no Landlock (a probe that failed under another seccomp filter with the same counts,
     a hand edit) is probed again, and host FIFOs stay unwritable."""
     from gtd import paths
-    from gtd.sandbox import kernel
+    from gtd.sandbox.linux import kernel
 
     remembered = paths.user_state_dir() / "cache" / "landlock-abi"
     remembered.parent.mkdir(parents=True, exist_ok=True)
@@ -622,7 +622,7 @@ def test_gtd_doctor_probes_the_landlock_abi_again_and_replaces_what_was_remember
     message names `gtd doctor`): doctor's kernel check probes now and remembers that answer, or forgets the
     entry when there is no Landlock here any more."""
     from gtd import paths
-    from gtd.sandbox import kernel, landlock
+    from gtd.sandbox.linux import kernel, landlock
 
     remembered = paths.user_state_dir() / "cache" / "landlock-abi"
     actual = landlock.abi_version()
@@ -640,7 +640,7 @@ def test_gtd_doctor_probes_the_landlock_abi_again_and_replaces_what_was_remember
 def test_a_launcher_that_cannot_apply_landlock_fails_closed_and_names_gtd_doctor(launcher_kind, tmp_path):
     """Under a seccomp filter that answers Landlock's calls with ENOSYS (what a remembered ABI would meet
     there), the launcher refuses to run the command and says what to run."""
-    from gtd.sandbox import nativelaunch
+    from gtd.sandbox.linux import nativelaunch
 
     if launcher_kind == "native":
         native = nativelaunch.launcher_bytes()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.landlock import abi_version
+from gtd.sandbox.linux.landlock import abi_version
 from sandbox_support import git, sh
 from support import serving
 
@@ -105,8 +105,8 @@ def _alive(pid: int) -> bool:
 def test_with_neither_namespaces_nor_landlock_gtd_stops(repo, monkeypatch):
     """Fails closed: no Landlock network rules (faked here as an old kernel), no sandbox, exit 3."""
     from gtd.errors import SandboxUnavailable
-    from gtd.sandbox import kernel
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.linux import kernel
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import SandboxSession
 
     monkeypatch.setattr(kernel, "landlock_abi", lambda **kw: 3)
@@ -167,7 +167,7 @@ def test_signals_do_not_reach_host_processes(sandbox, repo):
 
 
 def test_the_python_launcher_applies_the_same_rules(sandbox, repo, home, monkeypatch):
-    import gtd.sandbox.nativelaunch as nativelaunch
+    import gtd.sandbox.linux.nativelaunch as nativelaunch
 
     monkeypatch.setattr(nativelaunch, "launcher_path", lambda **kw: None)
     (home / ".ssh").mkdir()

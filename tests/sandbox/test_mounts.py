@@ -122,7 +122,7 @@ def test_only_the_outermost_protected_paths_are_mounted():
     """_outermost keeps the protected paths with no protected ancestor, in their order: names that sort
     between a directory and its children (`a-b`, `a.b` beside `a/…`) do not hide an inner path, and `/`
     covers everything."""
-    from gtd.sandbox.bwrap import _outermost
+    from gtd.sandbox.linux.bwrap import _outermost
 
     def walk_up(paths):  # the definition: no ancestor among the others
         texts = {str(p) for p in paths}
@@ -138,8 +138,8 @@ def test_only_the_outermost_protected_paths_are_mounted():
 
 
 def test_which_mount_plans_let_a_command_write_into_the_work_tree(repo, home):
-    from gtd.sandbox.bwrap import render_mounts
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.linux.bwrap import render_mounts
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     def reaches(level, phase=None, writable=()):
         config = GtdConfig.model_validate({"sandbox": {"levels": {"readonly": {"writablePaths": list(writable)}}}})
@@ -205,7 +205,7 @@ def test_a_writable_file_that_became_a_directory_after_the_policy_stops_the_sand
 
 
 def test_a_path_approved_once_counts_before_the_walk_is_decided(repo, home):
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     (repo / "notes").mkdir()
     assert build_policy(GtdConfig(), workspace=repo, level=Level.READONLY, home=home).git_state.walked is False
@@ -320,7 +320,7 @@ def test_hidden_path_cannot_be_read_by_renaming_a_parent(sandbox, repo, rename):
 
 
 def test_writable_path_below_a_hidden_dir_exists_and_is_writable(sandbox, repo):
-    from gtd.sandbox.why import why
+    from gtd.sandbox.diagnose.why import why
 
     (repo / "blocked").mkdir()
     (repo / "blocked/secret").write_text("TOPSECRET\n")
@@ -525,7 +525,7 @@ def test_a_start_racing_another_on_the_empty_placeholder_file_still_gets_it(home
     """Two gtd starts on a fresh machine both create gtd's empty file (seen in CI when two terminals
     started at once): the one that loses the race, finding the file gone at lstat and present at
     create, must use the other's file, not fail with EEXIST."""
-    from gtd.sandbox import placeholders
+    from gtd.sandbox.host import placeholders
 
     real_lstat = os.lstat
     raced = []
@@ -547,7 +547,7 @@ def test_a_start_racing_another_on_the_empty_placeholder_file_still_gets_it(home
 def test_cleanup_never_removes_through_a_parent_swapped_for_a_symlink(home, tmp_path, kind):
     """An agent with a writable HOME swaps the directory holding a placeholder gtd recorded for a
     symlink to elsewhere: settling must not remove the same-named empty file (or empty dir) there."""
-    from gtd.sandbox.placeholders import PlaceholderRegistry
+    from gtd.sandbox.host.placeholders import PlaceholderRegistry
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -578,7 +578,7 @@ def test_cleanup_never_removes_through_a_parent_swapped_for_a_symlink(home, tmp_
 
 @pytest.mark.parametrize("kind", ["placeholder", "parent"])
 def test_cleanup_still_removes_what_gtd_left_in_place(home, tmp_path, kind):
-    from gtd.sandbox.placeholders import PlaceholderRegistry
+    from gtd.sandbox.host.placeholders import PlaceholderRegistry
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -598,7 +598,7 @@ def test_the_placeholder_list_is_written_only_when_it_changes(home, tmp_path):
     close); what is added is stored, and what the last session settles is gone from it."""
     import json
 
-    from gtd.sandbox.placeholders import PlaceholderRegistry
+    from gtd.sandbox.host.placeholders import PlaceholderRegistry
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from gtd.sandbox import nativelaunch, nativerelay
+from gtd.sandbox.linux import nativelaunch
+from gtd.sandbox.network import nativerelay
 
 COMPILER = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="no C compiler")

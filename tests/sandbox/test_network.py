@@ -242,8 +242,8 @@ def test_host_loopback_is_reached_only_through_its_explicit_rule(sandbox, repo, 
 
 def test_allow_once_reaches_a_name_whose_address_is_private_but_star_does_not():
     """The person saw the name they allowed; `*` alone must not open the LAN (DNS rebinding)."""
-    from gtd.sandbox.domains import DomainRules
-    from gtd.sandbox.proxy import FilteringProxy
+    from gtd.sandbox.policy.domains import DomainRules
+    from gtd.sandbox.network.proxy import FilteringProxy
 
     dialled = []
     resolver = lambda host, port: dialled.append(host) or ["192.0.2.10"]  # noqa: E731 - not globally routable

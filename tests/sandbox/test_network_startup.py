@@ -19,7 +19,7 @@ import time
 import pytest
 
 from gtd.config.schema import Level
-from gtd.sandbox.netns import NamespaceHelper, NamespaceLayout, open_namespace_sockets
+from gtd.sandbox.linux.netns import NamespaceHelper, NamespaceLayout, open_namespace_sockets
 
 from sandbox_support import requires_bwrap, sh
 
@@ -166,7 +166,7 @@ def test_a_namespace_helper_that_never_gets_a_pid_exits_and_is_reaped():
 def test_a_namespace_helper_that_hangs_is_killed_and_the_start_fails(monkeypatch):
     """A helper stuck after the fork (a lock another thread of gtd held then) never answers: gtd gives up
     after HELPER_REPLY_SECONDS, kills and reaps it, and the sandbox does not start (an error, not a hang)."""
-    from gtd.sandbox import netns
+    from gtd.sandbox.linux import netns
 
     monkeypatch.setattr(netns, "HELPER_REPLY_SECONDS", 0.5)
     monkeypatch.setattr(netns, "_join_namespaces", lambda pid, report: time.sleep(600))  # the child hangs
@@ -201,7 +201,7 @@ def test_a_gateway_that_fails_to_start_stops_the_command_and_says_why(sandbox, r
     # The gateway's listeners start beside the command (session._GatewayStarting): when that start fails,
     # nothing would answer the command's connections, so it is killed. Killed without a word, it looked like
     # the command's own crash (exit -9); gtd now says on its stderr what failed.
-    from gtd.sandbox.gateway import NamespaceGateway
+    from gtd.sandbox.network.namespace_gateway import NamespaceGateway
 
     def fail(self):
         raise OSError(24, "Too many open files")

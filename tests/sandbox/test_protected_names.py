@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.protected import AGENT_CONFIG_NAMES, HOME_PROTECTED_NAMES, HOOK_MANAGER_NAMES, REPO_PROTECTED_NAMES
+from gtd.sandbox.policy.protected import AGENT_CONFIG_NAMES, HOME_PROTECTED_NAMES, HOOK_MANAGER_NAMES, REPO_PROTECTED_NAMES
 
 from sandbox_support import git, requires_bwrap, sh
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.protected_names import ANY_DIR, HOME, REPO, TABLE
+from gtd.sandbox.policy.sandbox_policy import build_policy
+from gtd.sandbox.policy.protected_names import ANY_DIR, HOME, REPO, TABLE
 
 from sandbox_support import requires_bwrap, sh
 

@@ -432,7 +432,7 @@ def test_cache_dir_named_by_a_file_in_the_workspace_is_not_honoured(sandbox, rep
     # writable layer in the next sandbox. Registry hosts from such a file were already left out.
     # As a link to a file outside (one the agent left in a writable cache layer) it resolved outside the
     # workspace and counted: the link in the workspace is the agent's too.
-    from gtd.sandbox.caches import known_caches
+    from gtd.sandbox.policy.caches import known_caches
 
     target = tmp_path / "chosen-by-the-agent" / "deep"
     (repo / ".venv").mkdir()
@@ -538,8 +538,8 @@ def test_a_run_killed_on_timeout_cannot_plant_git_metadata_after_the_check(sandb
 # -- the filtering proxy -------------------------------------------------------------------------
 
 def _proxy(allow, deny=(), resolver=None):
-    from gtd.sandbox.domains import DomainRules
-    from gtd.sandbox.proxy import FilteringProxy
+    from gtd.sandbox.policy.domains import DomainRules
+    from gtd.sandbox.network.proxy import FilteringProxy
 
     return FilteringProxy(DomainRules.parse(allow, deny), "tok", connect_timeout=0.5,
                           resolver=resolver or (lambda h, p: (_ for _ in ()).throw(OSError("no dns in tests"))))
@@ -846,7 +846,7 @@ def test_a_left_over_baseline_whose_pid_is_alive_again_is_still_settled(repo, tm
     # Only a journal its session still holds (an flock, dropped with the process) is left alone.
     import json
 
-    from gtd.sandbox.gitguard import _JOURNALED, GitState, _journal_dir, remember, settle
+    from gtd.sandbox.host.gitguard import _JOURNALED, GitState, _journal_dir, remember, settle
 
     baseline = GitState(dot_git={str(repo / ".git")})
     running = remember(baseline, repo)

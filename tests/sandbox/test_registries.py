@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.registries import sanitized_config_files, sanitized_npmrc, strip_credentials, tool_environment, user_registries
-from gtd.sandbox.why import why_host
+from gtd.sandbox.policy.sandbox_policy import build_policy
+from gtd.sandbox.policy.registries import sanitized_config_files, sanitized_npmrc, strip_credentials, tool_environment, user_registries
+from gtd.sandbox.diagnose.why import why_host
 
 
 def _write(path: Path, text: str) -> None:
@@ -132,7 +132,7 @@ def test_registry_credentials_must_name_exact_hosts(host):
 
 
 def test_maven_settings_mirrors_are_registries_and_server_passwords_stay_out(tmp_path):
-    from gtd.sandbox.registries import sanitized_maven_settings
+    from gtd.sandbox.policy.registries import sanitized_maven_settings
 
     home = tmp_path / "h"
     _write(home / ".m2/settings.xml",

@@ -1,4 +1,4 @@
-"""The proxy's byte relay (sandbox/relay.py): every byte arrives in order, both ways, whatever size the
+"""The proxy's byte relay (sandbox/network/relay.py): every byte arrives in order, both ways, whatever size the
 buffer has grown to, a half-close is passed on either way, and a slow reader loses nothing; with relay.c's
 loop (built with this machine's compiler) and with the Python one. The C library is only ever loaded from
 gtd's state dir, and only a regular file of this user's that no one else can write."""
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gtd.sandbox import nativebuild, nativerelay, relay
+from gtd.sandbox import nativebuild
+from gtd.sandbox.network import nativerelay, relay
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,11 +6,11 @@ import pytest
 
 from gtd.config.schema import GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
-from gtd.sandbox.addresses import forbidden_reason
-from gtd.sandbox.domains import DomainRules, parse_rule
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.proxy import FilteringProxy
-from gtd.sandbox.violations import denied_write_paths
+from gtd.sandbox.network.addresses import forbidden_reason
+from gtd.sandbox.policy.domains import DomainRules, parse_rule
+from gtd.sandbox.policy.sandbox_policy import build_policy
+from gtd.sandbox.network.proxy import FilteringProxy
+from gtd.sandbox.diagnose.violations import denied_write_paths
 
 from sandbox_support import git
 
@@ -72,7 +72,7 @@ def test_public_address_is_allowed():
 
 
 def test_ipv6_carrying_a_private_ipv4_is_private():
-    from gtd.sandbox.addresses import private_reason
+    from gtd.sandbox.network.addresses import private_reason
 
     assert private_reason("64:ff9b::a00:1") and private_reason("2002:c0a8:101::")  # 10.0.0.1, 192.168.1.1
     assert private_reason("2606:4700::1111") is None
@@ -200,8 +200,8 @@ def test_a_serving_proxy_gets_the_gil_back_within_half_a_millisecond():
     import sys
 
     script = ("import socket, sys\n"
-              "from gtd.sandbox.domains import DomainRules\n"
-              "from gtd.sandbox.proxy import FilteringProxy\n"
+              "from gtd.sandbox.policy.domains import DomainRules\n"
+              "from gtd.sandbox.network.proxy import FilteringProxy\n"
               "sys.setswitchinterval(float(sys.argv[1]))\n"
               "proxy = FilteringProxy(DomainRules(), 'tok')\n"
               "before = sys.getswitchinterval()\n"
@@ -224,7 +224,7 @@ def test_config_paths_resolve_under_home_or_the_workspace(raw, expected):
     """How a configured path (writablePaths, denyRead, an agent's needs) becomes an absolute one."""
     from pathlib import Path
 
-    from gtd.sandbox.policy import _resolve
+    from gtd.sandbox.policy.sandbox_policy import _resolve
 
     assert _resolve(raw, workspace=Path("/w/s"), home=Path("/h/me")) == Path(expected)
 
@@ -232,7 +232,7 @@ def test_config_paths_resolve_under_home_or_the_workspace(raw, expected):
 def test_protected_paths_are_normalised_once_each_in_order(tmp_path):
     from pathlib import Path
 
-    from gtd.sandbox.policy import _unique_normalised
+    from gtd.sandbox.policy.sandbox_policy import _unique_normalised
 
     paths = [Path("/a/b"), "/a//b/", Path("/a/c/../d"), "/a/d", Path("/x")]
     assert _unique_normalised(paths) == (Path("/a/b"), Path("/a/d"), Path("/x"))

@@ -6,8 +6,8 @@ import pytest
 
 from gtd.config.schema import GtdConfig, Level, Phase
 from gtd.providers.base import SandboxNeeds
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.seatbelt import macos_path, render_profile
+from gtd.sandbox.policy.sandbox_policy import build_policy
+from gtd.sandbox.macos.seatbelt import macos_path, render_profile
 
 from sandbox_support import git
 

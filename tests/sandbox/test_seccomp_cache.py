@@ -1,4 +1,4 @@
-"""The compiled seccomp program is remembered in gtd's state (sandbox/seccomp.py cached_filter):
+"""The compiled seccomp program is remembered in gtd's state (sandbox/linux/seccomp.py cached_filter):
 the same bytes libseccomp makes, without loading libseccomp on every start, and never a damaged one."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from gtd.paths import user_state_dir
-from gtd.sandbox.seccomp import cached_filter, compile_filter
+from gtd.sandbox.linux.seccomp import cached_filter, compile_filter
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux only")
 
@@ -27,7 +27,7 @@ def test_the_cached_program_is_the_compiled_one():
 
 def test_a_cached_start_does_not_load_libseccomp():
     cached_filter()
-    code = ("import sys\nfrom gtd.sandbox.seccomp import cached_filter\nprogram = cached_filter()\n"
+    code = ("import sys\nfrom gtd.sandbox.linux.seccomp import cached_filter\nprogram = cached_filter()\n"
             "print(len(program), 'pyseccomp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(), check=True)
     assert out.stdout.split() == [str(len(compile_filter())), "False"]

@@ -66,7 +66,7 @@ def test_a_phase_shows_bwraps_own_error(failing_bwrap, repo, tmp_path):
 
 def test_session_error_names_bwraps_line_not_the_proxy(failing_bwrap, repo):
     from gtd.errors import SandboxUnavailable
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
 
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE)
@@ -87,7 +87,7 @@ def test_doctor_fails_where_the_start_fails(failing_bwrap, repo):
 def test_a_symlink_at_a_protected_name_of_a_writable_root_leaves_no_placeholder_to_fail_on(repo, isolated_home):
     """A link at a protected name directly in a writable root makes the whole root read-only; a missing
     protected name in the same root then needed a placeholder bwrap could not create there."""
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
     from gtd.sandbox.session import open_sandbox
     from gtd.providers.base import SandboxNeeds
 

@@ -7,7 +7,8 @@ import pytest
 
 from gtd.config.schema import Level
 from gtd.errors import SandboxUnavailable
-from gtd.sandbox import doctor, userns
+from gtd.sandbox.diagnose import doctor
+from gtd.sandbox.linux import userns
 from gtd.sandbox.session import _probe_bwrap
 
 from sandbox_support import requires_bwrap

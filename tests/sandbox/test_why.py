@@ -9,8 +9,8 @@ from pathlib import Path
 from support import run_gtd
 
 from gtd.config.schema import GtdConfig, Level, Phase
-from gtd.sandbox.policy import build_policy
-from gtd.sandbox.why import why
+from gtd.sandbox.policy.sandbox_policy import build_policy
+from gtd.sandbox.diagnose.why import why
 
 
 def policy_for(repo: Path, **kw):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from gtd.sandbox.gitguard import BARE, DOT_GIT, UNREADABLE, work_tree_dirs
+from gtd.sandbox.host.gitguard import BARE, DOT_GIT, UNREADABLE, work_tree_dirs
 
 
 def _os_walk(top):

@@ -59,7 +59,7 @@ def host_fifo():
 
 
 def test_build_agent_cannot_plant_set_id_files_write_host_fifos_or_fork_without_bound(repo, host_fifo):
-    from gtd.sandbox.landlock import abi_version
+    from gtd.sandbox.linux.landlock import abi_version
 
     fifo, reader = host_fifo
     (repo / "bomb.py").write_text(FORK_BOMB)
@@ -93,7 +93,7 @@ def test_build_agent_cannot_plant_set_id_files_write_host_fifos_or_fork_without_
             assert os.read(reader, 100) == b""
         except BlockingIOError:
             pass  # nothing was written
-    from gtd.sandbox.limits import cgroup_support
+    from gtd.sandbox.linux.limits import cgroup_support
 
     if "pids" in cgroup_support() or os.geteuid() != 0:  # host root is exempt from RLIMIT_NPROC
         outcome = (repo / "bomb.out").read_text()

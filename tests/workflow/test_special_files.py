@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import git, run_gtd
 
-from gtd import special_files
+from gtd.sandbox.host import special_files
 from gtd.audit import AuditLog
 from gtd.errors import GtdError
 from gtd.paths import project_state_dir

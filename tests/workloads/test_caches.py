@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.caches import CacheLayer, known_caches
-from gtd.sandbox.policy import build_policy
+from gtd.sandbox.policy.caches import CacheLayer, known_caches
+from gtd.sandbox.policy.sandbox_policy import build_policy
 from gtd.sandbox.session import open_sandbox
 from workload_support import run
 from support import as_the_owner, git
@@ -145,7 +145,7 @@ def test_two_sessions_of_one_project_never_share_an_upper_layer(tmp_path, isolat
     with open_sandbox(policy) as again:  # the project's own layer kept the first session's writes only
         assert run(again, "ls ~/.npm", ws).stdout.split() == ["first"]
     assert list(cache.iterdir()) == []
-    from gtd.sandbox.caches import layer_dir
+    from gtd.sandbox.policy.caches import layer_dir
     assert not list(layer_dir(ws).glob("session-*"))
 
 
@@ -181,7 +181,7 @@ def test_removing_a_throwaway_layer_gives_locked_dirs_back_and_never_follows_a_s
     (trap / "locked" / "deeper").chmod(0)
     (trap / "locked").chmod(0)
     trap.chmod(0o500)
-    code = f"from pathlib import Path; from gtd.sandbox.caches import _remove_tree; _remove_tree(Path({str(layer)!r}))"
+    code = f"from pathlib import Path; from gtd.sandbox.policy.caches import _remove_tree; _remove_tree(Path({str(layer)!r}))"
     subprocess.run([*as_the_owner(), sys.executable, "-c", code], check=True, timeout=60)
     assert not layer.exists()
     assert victim.stat().st_mode & 0o777 == 0o500
@@ -217,7 +217,7 @@ def test_protected_and_hidden_paths_in_the_cache_home_stay_so(tmp_path, isolated
     # The cache home is writable as a whole, but what is mounted over it is not: a CLI's token kept there
     # stays hidden (and its dir cannot be renamed away from the mount), gtd itself installed there (uvx)
     # stays read-only.
-    from gtd.sandbox import policy as policy_module
+    from gtd.sandbox.policy import sandbox_policy as policy_module
 
     cache = isolated_home / ".cache"
     (cache / "huggingface").mkdir(parents=True)

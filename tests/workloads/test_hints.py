@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from gtd.config.schema import Level
-from gtd.sandbox.hints import misleading_error_hints
+from gtd.sandbox.diagnose.hints import misleading_error_hints
 from support import git, run_gtd
 from workload_support import allow_registry, run
 
@@ -154,7 +154,7 @@ def test_each_clients_wording_of_a_refused_host_loopback_port_gets_the_hint(repo
     """A test suite needing the database or cache the person runs on this machine: every client's
     "Connection refused" for a port the host serves names hostLoopbackPorts."""
     from gtd.config.schema import GtdConfig
-    from gtd.sandbox.policy import build_policy
+    from gtd.sandbox.policy.sandbox_policy import build_policy
 
     with socket.socket() as server:  # the host's service
         server.bind(("127.0.0.1", 0))

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy import build_policy
+from gtd.sandbox.policy.sandbox_policy import build_policy
 from gtd.sandbox.session import open_sandbox
 from support import stop_listening
 

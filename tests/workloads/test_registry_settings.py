@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.hints import misleading_error_hints
+from gtd.sandbox.diagnose.hints import misleading_error_hints
 from registries import REGISTRY_HOST
 from workload_support import allow_registry, run
 

@@ -1,1 +1,2 @@
-"""Linux sandbox backends and the kernel layers under them."""
+"""The Linux backend: bubblewrap's mounts and namespaces, seccomp, Landlock, resource limits and the
+launcher that applies them inside the sandbox."""

@@ -39,7 +39,7 @@ def choose(configured: str = "auto", bwrap: str | None = None) -> Choice:
 
 def namespaces_refused(bwrap: str | None = None) -> str | None:
     """Why bubblewrap's namespaces cannot be made here, or None when they can."""
-    from gtd.sandbox import userns
+    from gtd.sandbox.linux import userns
 
     if (refused := userns.refusal()) is not None:
         return refused

@@ -47,7 +47,7 @@ class LandlockBackend:
                 f"{self.reason}, and the Landlock backend needs Landlock ABI {MIN_ABI}+ (Linux 6.7+) for its network "
                 f"rules; this kernel gives {'ABI ' + str(abi) if abi else 'no Landlock'}. Allow user namespaces for "
                 f"bubblewrap or use a newer kernel with Landlock enabled. {DOCTOR_HINT}")
-        from gtd.sandbox.seccomp import cached_filter
+        from gtd.sandbox.linux.seccomp import cached_filter
 
         try:
             self._program = cached_filter(contained_sockets=True)
@@ -76,11 +76,11 @@ class LandlockBackend:
 
     def popen(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
         from gtd.record import replace
-        from gtd.sandbox.bwrap import writable_roots
-        from gtd.sandbox.gitshim import with_shim
+        from gtd.sandbox.linux.bwrap import writable_roots
+        from gtd.sandbox.policy.gitshim import with_shim
         from gtd.sandbox.linux.landlock_rules import rules_for
-        from gtd.sandbox.limits import launcher_args
-        from gtd.sandbox.seccomp import filter_fd
+        from gtd.sandbox.linux.limits import launcher_args
+        from gtd.sandbox.linux.seccomp import filter_fd
         from gtd.sandbox.stdio import relay_stdio
 
         s = self.session
@@ -148,7 +148,7 @@ class LandlockBackend:
 
 
 def _reaches(policy) -> bool:
-    from gtd.sandbox.containment import inside
+    from gtd.sandbox.policy.containment import inside
 
     return any(inside(w, policy.workspace) or inside(policy.workspace, w) for w in policy.writable if os.path.isdir(w))
 
@@ -156,12 +156,12 @@ def _reaches(policy) -> bool:
 def _launcher() -> list[str]:
     """The launcher's command prefix: the native build where there is one (nativelaunch), else launch.py.
     Both live where the sandbox cannot write (gtd's install or state dir)."""
-    from gtd.sandbox.nativelaunch import launcher_path
+    from gtd.sandbox.linux.nativelaunch import launcher_path
 
     native = launcher_path()
     if native is not None:
         return [str(native)]
-    from gtd.sandbox.kernel import LAUNCHER
+    from gtd.sandbox.linux.kernel import LAUNCHER
 
     return [os.path.realpath(sys.executable), "-I", "-S", str(LAUNCHER)]
 

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from gtd.record import field, record
-from gtd.sandbox.containment import inside, strictly_inside
+from gtd.sandbox.policy.containment import inside, strictly_inside
 
 # Host device nodes a command needs (there is no private /dev): written, or only read.
 DEVICES_WRITABLE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
@@ -77,7 +77,7 @@ def _both(paths) -> set[str]:
 def rules_for(policy, writable_roots, private_tmp: Path) -> LandlockRules:
     """The read and write grants for `policy`. `writable_roots`: bwrap.writable_roots(policy) (existing,
     resolved, checked); `private_tmp`: the session's own temporary dir (TMPDIR)."""
-    from gtd.sandbox.home_allow import hidden_roots, visible_roots
+    from gtd.sandbox.policy.home_allow import hidden_roots, visible_roots
 
     rules = LandlockRules()
     denied = _both(d for d in policy.deny_read if os.path.lexists(d))

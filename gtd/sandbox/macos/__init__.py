@@ -1,0 +1,1 @@
+"""The macOS backend: the policy rendered as a seatbelt profile for `sandbox-exec`."""
