@@ -180,3 +180,17 @@ def test_the_python_launcher_applies_the_same_rules(sandbox, repo, home, monkeyp
     assert "ok" in r.out and "ssh-refused" in r.out and "hook-refused" in r.out, r.out + r.err
     assert "CapEff:\t0000000000000000" in r.out
     assert "launch.py" in " ".join(s._backend._launcher)
+
+
+def test_a_read_only_phase_writes_only_its_file_and_leaves_the_repository_alone(sandbox, repo):
+    """At plan (readonly) only TODO.md is writable: a file rule, which cannot gain entries, so the work
+    tree is not walked for planted repositories (it was not walked at build either: .git was taken for one)."""
+    from gtd.config.levels import Phase
+
+    s = sandbox(Level.READONLY, config=landlock(), phase=Phase.PLAN)
+    r = sh(s, "echo '# plan' > TODO.md && echo todo-ok; echo x > README.md || echo readme-refused", repo)
+    assert "todo-ok" in r.out and "readme-refused" in r.out, r.out + r.err
+    s.close()
+    assert (repo / ".git").is_dir() and (repo / "TODO.md").read_text() == "# plan\n"
+    assert [v for v in s.violations if "quarantine" in v.detail] == []
+    git("status", cwd=repo)

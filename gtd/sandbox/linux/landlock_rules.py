@@ -88,7 +88,8 @@ def rules_for(policy, writable_roots, private_tmp: Path) -> LandlockRules:
         before = len(rules.writes)
         _split(root, protected | denied, rules.writes)
         granted = rules.writes[before:]
-        if any(inside(Path(g), policy.workspace) or inside(policy.workspace, Path(g)) for g in granted):
+        if any((inside(Path(g), policy.workspace) or inside(policy.workspace, Path(g))) and os.path.isdir(g)
+               for g in granted):  # a writable file cannot gain entries: no `.git` can be planted through it
             rules.reaches_workspace = True
         rules.watched += _watched(policy, root, granted)
     rules.writes += [str(private_tmp)] + [d for d in DEVICES_WRITABLE if os.path.exists(d)]
