@@ -41,6 +41,10 @@ def explain(
     """
     policy = _policy(phase, level, directory)
     data = policy.to_dict()
+    if data["sandboxed"] and sys.platform.startswith("linux"):
+        from gtd.sandbox.linux.backend_choice import status
+
+        data["backend"] = status(policy.backend)  # docs/landlock-backend.md: what the Landlock backend refuses less well
     if json_out:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -85,6 +89,11 @@ def explain(
         how = limits["enforcedBy"][key]
         write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
     write(f"landlock: {data['landlock']}\n")
+    backend = data.get("backend")
+    if backend:
+        write(f"backend: {backend['backend']} ({backend['reason']})\n")
+        for item in backend["weaker"]:
+            write(f"  weaker: {item}\n")
 
 
 def _explain_home(data, write) -> None:

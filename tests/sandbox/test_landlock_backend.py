@@ -4,6 +4,7 @@ are refused there; in-process sessions with `sandbox.backend: landlock` probe th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -194,3 +195,26 @@ def test_a_read_only_phase_writes_only_its_file_and_leaves_the_repository_alone(
     assert (repo / ".git").is_dir() and (repo / "TODO.md").read_text() == "# plan\n"
     assert [v for v in s.violations if "quarantine" in v.detail] == []
     git("status", cwd=repo)
+
+
+def test_doctor_and_explain_name_the_backend_why_and_what_is_weaker(repo):
+    r = gtd_without_namespaces(["doctor", "--json"], repo, timeout=120)
+    rows = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    backend = rows["sandbox backend"]
+    assert "Landlock" in backend["detail"] and "creating a user namespace failed" in backend["detail"], backend
+    assert "takes no new entries" in backend["detail"] and "/proc" in backend["detail"]
+    assert rows["sandbox start"]["ok"] and "Landlock" in rows["sandbox start"]["detail"], rows["sandbox start"]
+    r = gtd_without_namespaces(["sandbox", "explain", "--level", "readwrite"], repo)
+    assert "backend: landlock (bubblewrap cannot create its namespaces here" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.count("  weaker: ") >= 5
+
+
+def test_where_bwrap_works_auto_keeps_bwrap(repo):
+    from gtd.host_programs import host_program
+    from gtd.sandbox.linux.backend_choice import choose
+
+    if host_program("bwrap") is None:
+        pytest.skip("bubblewrap not installed")
+    assert choose("auto", host_program("bwrap")).name == "bwrap"
+    r = subprocess.run([str(GTD), "sandbox", "explain", "--level", "readwrite"], cwd=repo, capture_output=True, text=True)
+    assert "backend: bwrap" in r.stdout and "weaker" not in r.stdout, r.stdout + r.stderr

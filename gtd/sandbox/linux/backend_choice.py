@@ -100,3 +100,27 @@ def announce(choice: Choice) -> None:
 
     write(f"gtd sandbox: Landlock backend ({choice.reason}): weaker than bubblewrap's namespaces; "
           "`gtd doctor` says what is weaker\n", stream=sys.stderr)
+
+
+# What the Landlock backend refuses less well than bubblewrap, and why (docs/landlock-backend.md says more).
+RESIDUALS = (
+    "the workspace root (and any directory holding a protected path) takes no new entries: Landlock grants whole "
+    "hierarchies and cannot take .git back out, so the workspace is writable entry by entry; approve a path, or "
+    "create it on the host, to make it writable",
+    "no PID namespace: host processes and their command lines are visible in /proc (their memory, environment "
+    "and signals are not reachable: Landlock's ptrace and signal scoping, the latter from ABI 6)",
+    "no network namespace: local servers inside cannot be connected to, direct connections on intercepted ports "
+    "are refused rather than decided, and the proxy's port is reachable on any address (Landlock matches ports only)",
+    "/tmp is not readable: TMPDIR is a private directory removed at the end; /dev is the host's, a few devices only",
+    "no package-cache layers (caches stay read-only) and no sanitized ~/.npmrc or Maven settings (hidden instead)",
+    "a process that leaves the command's process group outlives a gtd that was SIGKILLed unless a cgroup holds it",
+)
+
+
+def status(configured: str = "auto") -> dict:
+    """For `gtd doctor` and `gtd sandbox explain`: the backend a sandbox would use now, why, and what is weaker."""
+    from gtd.host_programs import host_program
+
+    choice = choose(configured, host_program("bwrap"))
+    return {"backend": choice.name, "reason": choice.reason,
+            "weaker": list(RESIDUALS) if choice.name == "landlock" else []}
