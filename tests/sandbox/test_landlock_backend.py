@@ -218,3 +218,53 @@ def test_where_bwrap_works_auto_keeps_bwrap(repo):
     assert choose("auto", host_program("bwrap")).name == "bwrap"
     r = subprocess.run([str(GTD), "sandbox", "explain", "--level", "readwrite"], cwd=repo, capture_output=True, text=True)
     assert "backend: bwrap" in r.stdout and "weaker" not in r.stdout, r.stdout + r.stderr
+
+
+def test_a_whole_run_plan_build_learn_without_namespaces(repo):
+    """`gtd --all` where namespaces are refused: the scripted agent plans, builds into an existing directory
+    (the work tree's root takes no new entries under this backend) and learns; its try at a git hook is refused."""
+    from support import git as git_in
+
+    (repo / "src").mkdir()
+    (repo / "src/__init__.py").write_text("")
+    plan = ("# Counter\n\n## Action items\n- [ ] Add src/count.py with add(a, b)\n  - Tests: src/test_count.py\n\n"
+            "## Open questions\n\n## Learnings\n- Use unittest.\n")
+    test_file = ("import unittest\nfrom count import add\n\n\nclass T(unittest.TestCase):\n"
+                 "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+    build = {"actions": [{"shell": "echo pwned > .git/hooks/pre-commit"},
+                         {"write": {"path": "src/count.py", "content": "def add(a, b):\n    return a + b\n"}},
+                         {"write": {"path": "src/test_count.py", "content": test_file}}]}
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({
+        "plan": [{"actions": [{"write": {"path": "TODO.md", "content": plan}}]}], "build": [build],
+        "learn": [{"actions": [{"write": {"path": "AGENTS.md", "content": "# Notes\n- Use unittest.\n"}}]}]}))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script),
+                                                  "testCommand": "python3 -m unittest discover -q -s src",
+                                                  "testRetries": 1}))
+    (repo / "TODO.md").write_text("# Counter\nadd numbers\n")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-q", "-m", "configure gtd")
+    r = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", "--all"], cwd=repo,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stderr.count("Landlock backend") == 1  # one line, once per gtd run
+    subjects = git_in(repo, "log", "--format=%s").splitlines()
+    assert any(s.startswith("🔨 build: Add src/count.py") for s in subjects), subjects
+    assert (repo / "src/count.py").exists() and not (repo / ".git/hooks/pre-commit").exists()
+
+
+def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(sandbox, repo, monkeypatch):
+    """No PID namespace and no cgroup (a container's usual lot): gtd adopts orphans as their subreaper and
+    kills the sandboxed ones at close."""
+    from gtd.sandbox.linux import kernel
+
+    monkeypatch.setattr(kernel.KernelLayers, "cgroup", lambda self: None)
+    monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
+    (repo / "src").mkdir()
+    s = sandbox(Level.READWRITE, config=landlock())
+    assert not s._cgroups
+    r = sh(s, "setsid sh -c 'sleep 60 & echo $! > src/pid; wait' > /dev/null 2>&1 & sleep 0.5; cat src/pid", repo)
+    pid = int(r.out.split()[-1])
+    assert _alive(pid) and os.getpgid(pid) != os.getpgid(0)
+    s.close()
+    assert not _alive(pid)

@@ -38,6 +38,7 @@ class LandlockBackend:
         self._listener: socket.socket | None = None
         self._tmp: Path | None = None
         self._launcher: list[str] = []
+        self._started: set[int] = set()  # the launchers' pids (subprocess waits for them, not the sweep)
 
     def start(self) -> None:
         s = self.session
@@ -54,6 +55,7 @@ class LandlockBackend:
         except (OSError, ImportError, AttributeError) as exc:
             raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
         self._launcher = _launcher()
+        _become_subreaper()
         s._proxy = s._make_proxy()
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
@@ -132,6 +134,7 @@ class LandlockBackend:
             os.close(block_w)
         with s._lock:
             s._children.append((proc, None))
+        self._started.add(proc.pid)
         return proc
 
     def close(self) -> None:
@@ -139,12 +142,75 @@ class LandlockBackend:
         stop serving, remove the private tmp dir."""
         for cgroup in self.session._cgroups:
             cgroup.kill()
+        _kill_orphans(self._started)
         if self._listener is not None and self.session._proxy is not None:
             self.session._proxy.stop_serving(self._listener)
             self._listener = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _become_subreaper() -> None:
+    """gtd adopts what a sandboxed command orphans (a daemon that left its process group with setsid), so
+    close() finds it without a cgroup or a PID namespace (_kill_orphans)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1), ctypes.c_ulong(0),
+                                            ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _kill_orphans(started: set[int], rounds: int = 50) -> None:
+    """SIGKILL and reap gtd's children that run under more seccomp filters than gtd itself: sandboxed
+    processes adopted by gtd (the subreaper), not gtd's own helpers (host git). Repeated, as killing one
+    hands its children to gtd in turn. The launchers (`started`) are subprocess's to wait for."""
+    import signal
+
+    own = _filters(os.getpid())
+    for _ in range(rounds):
+        found = [pid for pid in _children() if pid not in started and _filters(pid) > own]
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
+def _children() -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _filters(pid: int) -> int:
+    """How many seccomp filters `pid` runs under (-1 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Seccomp_filters:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
 
 
 def _reaches(policy) -> bool:
