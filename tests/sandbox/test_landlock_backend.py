@@ -268,3 +268,20 @@ def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(san
     assert _alive(pid) and os.getpgid(pid) != os.getpgid(0)
     s.close()
     assert not _alive(pid)
+
+
+def test_namespaces_that_worked_are_remembered_per_context_never_a_refusal(repo):
+    from gtd.host_programs import host_program
+    from gtd.sandbox.linux import backend_choice
+
+    bwrap = host_program("bwrap")
+    if bwrap is None or backend_choice._unshare_in_child() is not None:
+        pytest.skip("needs a host where bubblewrap's namespaces work")
+    assert backend_choice.namespaces_refused(bwrap) is None
+    marker, _ = backend_choice._marker()
+    assert marker.exists() and backend_choice._remembered_working()
+    # The same HOME under a filter that refuses namespaces is another context: probed, and refused.
+    code = "from gtd.sandbox.linux.backend_choice import namespaces_refused as n; print(n())"
+    r = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-c", code], capture_output=True,
+                       text=True, cwd=repo)
+    assert "creating a user namespace failed" in r.stdout, r.stdout + r.stderr

@@ -43,11 +43,49 @@ def namespaces_refused(bwrap: str | None = None) -> str | None:
 
     if (refused := userns.refusal()) is not None:
         return refused
-    if (failed := _unshare_in_child()) is not None:
+    if not _remembered_working() and (failed := _unshare_in_child()) is not None:
         return failed
+    _remember_working()
     if bwrap is not None and userns.restriction() is not None:
         return _bwrap_probe(bwrap)
     return None
+
+
+def _marker():
+    """Where "namespaces work here" is remembered: gtd's state dir (no sandbox can write it), keyed like the
+    Landlock ABI (kernel._probe_context: boot, user and mount namespaces, seccomp state); None: always probe."""
+    from gtd.sandbox.linux.kernel import _probe_context
+
+    context = _probe_context()
+    if context is None:
+        return None, None
+    from gtd.paths import user_state_dir
+
+    return user_state_dir() / "cache" / "namespaces-work", context
+
+
+def _remembered_working() -> bool:
+    """The probe costs a fork (~5 ms of every start): a positive answer is remembered per context. Only
+    that: a refusal is probed again each time (a sysctl may change without a new context: userns.refusal
+    reads those every time)."""
+    path, context = _marker()
+    try:
+        return path is not None and path.read_text() == context
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _remember_working() -> None:
+    path, context = _marker()
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".namespaces-work.{os.getpid()}.tmp")
+        tmp.write_text(context)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _unshare_in_child() -> str | None:
@@ -113,7 +151,7 @@ RESIDUALS = (
     "are refused rather than decided, and the proxy's port is reachable on any address (Landlock matches ports only)",
     "/tmp is not readable: TMPDIR is a private directory removed at the end; /dev is the host's, a few devices only",
     "no package-cache layers (caches stay read-only) and no sanitized ~/.npmrc or Maven settings (hidden instead)",
-    "a process that leaves the command's process group outlives a gtd that was SIGKILLed unless a cgroup holds it",
+    "a process that leaves the command's process group outlives a gtd that was SIGKILLed (a clean exit kills it)",
 )
 
 
