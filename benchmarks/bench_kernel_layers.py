@@ -43,7 +43,7 @@ def main() -> None:
     print(f"landlock: {status()['landlock']}; cgroups: {status()['cgroups'] or 'none writable'}")
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, home=home)
     session = open_sandbox(policy)
-    layers = session._layers
+    layers = session.backend.layers
     native = layers.native
     if native is None:
         print("no native launcher (no C compiler?): the native rows repeat the Python launcher")

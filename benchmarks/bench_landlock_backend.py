@@ -59,7 +59,7 @@ def main() -> None:
 
     policies = {name: policy(name) for name in ("landlock", "bwrap")}
     sessions = {name: open_sandbox(p) for name, p in policies.items()}
-    assert sessions["landlock"]._backend is not None and sessions["bwrap"]._backend is None
+    assert sessions["landlock"].backend.name == "landlock" and sessions["bwrap"].backend.name == "bwrap"
 
     def command(name: str):
         return lambda: sessions[name].run(["true"], cwd=repo)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def _default_untrusted() -> list[Path]:
-    from gtd.config.loader import find_repo_root
+    from gtd.paths import find_repo_root
 
     cwd = Path.cwd()
     return [find_repo_root(cwd) or cwd]

@@ -78,3 +78,19 @@ def config_cache_dir() -> Path:
 
 def locks_dir() -> Path:
     return user_state_dir() / "locks"
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The nearest enclosing git work tree (a `.git` dir or file), without spawning git."""
+    current = start.resolve()
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def agents_dir() -> Path:
+    """Where the agent CLIs gtd runs keep their state, one dir per CLI (gtd.providers.agent_dirs): outside
+    gtd's protected config and state, writable by the sandboxed CLI."""
+    override = os.environ.get("GTD_AGENT_DIR")  # tests and CI keep it inside their temp HOME anyway
+    return Path(override) if override else user_dir("data") / "agents"

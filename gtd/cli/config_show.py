@@ -16,7 +16,8 @@ from gtd.terminal_text import write
 
 def show(origin: bool, json_out: bool, directory: Path | None, provider: str | None, model: str | None) -> None:
     """Print the effective config (defaults < user < project < flags), with each value's layer if `origin`."""
-    from gtd.cli.context import config_flags, load_at
+    from gtd.cli.context import load_at
+    from gtd.cli.run_options import config_flags
     from gtd.config.merge import leaf_keys
 
     loaded = load_at((directory or Path.cwd()).resolve(), config_flags(provider, model))

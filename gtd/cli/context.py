@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-    from gtd.cli.options import RunOptions  # typer's option types live there: `gtd sandbox run` skips typer
+    from gtd.cli.run_options import RunOptions
     from gtd.config.loader import LoadedConfig
 
 
@@ -102,16 +102,6 @@ def _trust_ignores_path(values):
 _trust_filter.cache_inputs = _trust_inputs
 _trust_filter.takes_content = True  # config/loader.py passes the bytes it read: trust is decided on those
 _trust_filter.ignores_path = _trust_ignores_path  # config/loader.py: such loads are cached for any project directory
-
-
-def config_flags(provider: str | None, model: str | None) -> dict:
-    """The command-line layer of the config: --provider, and --model for every phase."""
-    flags: dict = {}
-    if provider:
-        flags["provider"] = provider
-    if model:
-        flags["models"] = {"plan": model, "build": model, "learn": model}
-    return flags
 
 
 def load(options: RunOptions) -> LoadedConfig:

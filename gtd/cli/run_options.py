@@ -28,8 +28,6 @@ class RunOptions:
 
     def config_flags(self) -> dict:
         """The command-line layer of the config."""
-        from gtd.cli.context import config_flags
-
         flags = config_flags(self.provider, self.model)
         if self.build_on_red:
             flags["baselineTests"] = "build"
@@ -54,3 +52,13 @@ class RunOptions:
 
     def cwd(self) -> Path:
         return (self.directory or Path.cwd()).resolve()
+
+
+def config_flags(provider: str | None, model: str | None) -> dict:
+    """The command-line layer of the config: --provider, and --model for every phase."""
+    flags: dict = {}
+    if provider:
+        flags["provider"] = provider
+    if model:
+        flags["models"] = {"plan": model, "build": model, "learn": model}
+    return flags

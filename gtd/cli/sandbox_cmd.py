@@ -40,11 +40,9 @@ def explain(
       gtd sandbox explain --level network --json
     """
     policy = _policy(phase, level, directory)
-    data = policy.to_dict()
-    if data["sandboxed"] and sys.platform.startswith("linux"):
-        from gtd.sandbox.linux.backend_choice import status
+    from gtd.sandbox.diagnose.explain import explained
 
-        data["backend"] = status(policy.backend)  # docs/landlock-backend.md: what the Landlock backend refuses less well
+    data = explained(policy)
     if json_out:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -142,7 +140,8 @@ def _explain_caches(policy, write) -> None:
     """Which package caches the command can write, and how (overlay or per-project fallback)."""
     if not policy.caches:
         return
-    from gtd.sandbox.policy.caches import CACHE_HOME, fallback_dir, layer_dir, overlay_check
+    from gtd.sandbox.linux.cache_layer import fallback_dir, layer_dir, overlay_check
+    from gtd.sandbox.policy.caches import CACHE_HOME
 
     ok, detail = overlay_check()
     if ok:
@@ -215,9 +214,8 @@ def why(
       gtd sandbox why .git/hooks/pre-commit --phase build
       gtd sandbox why registry.npmjs.org:443 --phase build
     """
-    from gtd.sandbox.diagnose.why import why as explain_target
-
     from gtd.config.levels import Level
+    from gtd.sandbox.diagnose.why import why as explain_target
 
     policy = _policy(phase, level, directory)
     verdict = explain_target(policy, target, (directory or Path.cwd()).resolve(), as_path=as_path,

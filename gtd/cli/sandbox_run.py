@@ -76,7 +76,8 @@ def run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None,
 def _first_cgroup_ready(loaded) -> None:
     """The first command's cgroup made and its move primed before the policy is built (limits.make_ready)."""
     from gtd.config.view import ConfigView
-    from gtd.sandbox.linux.limits import ResourceLimits, make_ready
+    from gtd.sandbox.linux.limits import make_ready
+    from gtd.sandbox.policy.resource_limits import ResourceLimits
 
     try:
         limits = ResourceLimits.from_config(ConfigView(loaded.values).sandbox.limits)
@@ -87,8 +88,8 @@ def _first_cgroup_ready(loaded) -> None:
 
 def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None, directory: Path | None,
                     non_interactive: bool, pending_json: Path | None, loaded) -> int:
-    from gtd.sandbox.session import open_sandbox
     from gtd.cli.stderr_tap import StderrTap
+    from gtd.sandbox.session import open_sandbox
 
     policy = policy_for(phase, level, directory, loaded=loaded)
     escalator = _escalator(policy, phase, non_interactive)
@@ -186,8 +187,8 @@ def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None
     indeed refuses: reported and audited like the workflow's, with the rule that decided."""
     if not stderr_text:
         return  # nothing said, nothing refused (and the patterns need not be compiled)
-    from gtd.sandbox.session import Violation
     from gtd.sandbox.diagnose.violations import refused_writes
+    from gtd.sandbox.session import Violation
 
     for _, target, reason in refused_writes(stderr_text, policy, cwd):  # whatever the exit status
         session.record_violation(Violation.now("write", target, policy.level, reason))

@@ -14,7 +14,7 @@ from pathlib import Path
 from gtd import workspace_files
 from gtd.config.merge import leaf_keys, merge
 from gtd.errors import ConfigError
-from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
+from gtd.paths import PROJECT_CONFIG_NAME, find_repo_root, user_config_file
 from gtd.record import record
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -92,15 +92,6 @@ class LoadedConfig:
 
     def project_config_path(self) -> Path:
         return (self.repo_root or Path.cwd()) / PROJECT_CONFIG_NAME
-
-
-def find_repo_root(start: Path) -> Path | None:
-    """The nearest enclosing git work tree (a `.git` dir or file), without spawning git."""
-    current = start.resolve()
-    for candidate in (current, *current.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
 
 
 class _ProjectFiles:
@@ -262,12 +253,11 @@ def _load(repo_root: Path | None, cwd: Path, flags: dict[str, Any] | None, proje
     file warned (warnings name the file) and the filter's answer did not depend on the file's path
     (`project_filter.ignores_path(values)`; a filter without it is taken to depend on it). The project
     layers' own paths are the only other place the directory appears."""
-    from gtd.config.schema import GtdConfig
-    from gtd.config.validation import validate_layer
-
     import os
 
     from gtd.config.original import project_candidates
+    from gtd.config.schema import GtdConfig
+    from gtd.config.validation import validate_layer
 
     layers = [ConfigLayer(DEFAULTS, None, GtdConfig().model_dump(by_alias=True, mode="json"))]
     warnings: list[str] = []

@@ -73,7 +73,7 @@ class ResourceLimitsConfig(ConfigModel):
     @field_validator("memory")
     @classmethod
     def _memory_size(cls, value):
-        from gtd.sandbox.linux.limits import parse_memory
+        from gtd.config.memory_size import parse_memory
 
         parse_memory(value)  # raises ValueError with the accepted spellings
         return value

@@ -17,6 +17,7 @@ from pathlib import Path
 from gtd.audit import AuditLog
 from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
+from gtd.escalation import APPROVAL_COMMIT_PREFIX
 from gtd.escalation.decision import Decision
 from gtd.escalation.pending import PendingStore
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
@@ -145,15 +146,14 @@ def _commit(repo_root: Path, request: EscalationRequest, mutate) -> tuple[str | 
     import subprocess
 
     from gtd.config.writer import edited_text
-    from gtd.workflow.git import commit_file_text, git
-    from gtd.workflow.steps import CONFIG_PREFIX
+    from gtd.sandbox.host.host_git import commit_file_text, git
 
     path = repo_root / PROJECT_CONFIG_NAME
     try:
         committed = git(repo_root, "show", f"HEAD:{PROJECT_CONFIG_NAME}", check=False)
         text = edited_text(path, committed, mutate)
         sha = commit_file_text(repo_root, PROJECT_CONFIG_NAME, text,
-                               f"{CONFIG_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
+                               f"{APPROVAL_COMMIT_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
         return sha, None
     except (GtdError, subprocess.CalledProcessError) as exc:
         return None, f"saved, but not committed: {exc}"

@@ -191,7 +191,7 @@ def _choices(values: dict[str, Any]) -> list[str]:
 
 def _raises_limit(key: str, value: Any) -> bool:
     """A resource limit above the default, or off (`0`/`none`). Invalid values are left to validation."""
-    from gtd.sandbox.linux.limits import parse_memory
+    from gtd.config.memory_size import parse_memory
 
     default = getattr(GtdConfig().sandbox.limits, key, None)
     try:

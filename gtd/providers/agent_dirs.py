@@ -13,14 +13,12 @@ import json
 import os
 from pathlib import Path
 
-from gtd.paths import user_dir
+from gtd.paths import agents_dir
 
 
 def agent_dir(cli: str) -> Path:
     """Where CLI `cli` keeps its state when run by gtd (outside gtd's protected config/state)."""
-    override = os.environ.get("GTD_AGENT_DIR")  # tests and CI keep it inside their temp HOME anyway
-    base = Path(override) if override else user_dir("data") / "agents"
-    return base / cli
+    return agents_dir() / cli
 
 
 def write_json(path: Path, data: object) -> None:

@@ -12,6 +12,7 @@ from enum import Enum
 from pathlib import Path
 
 from gtd import workspace_files
+from gtd.escalation import APPROVAL_COMMIT_PREFIX
 from gtd.record import field, record
 from gtd.workflow import git
 from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo, read_todo_text
@@ -34,7 +35,7 @@ PREFIX: dict[Step, str] = {
     Step.BUILD: "🔨",
     Step.LEARN: "📚",
     Step.CLEANUP: "🧹",
-    Step.CONFIG: "🔐",
+    Step.CONFIG: APPROVAL_COMMIT_PREFIX,
 }
 CONFIG_PREFIX = PREFIX[Step.CONFIG]
 # The original gtd's prefixes (🔨 and 🧹 are the same in both); read, never written.

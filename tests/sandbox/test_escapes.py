@@ -31,7 +31,7 @@ def any_backend(request, sandbox):
         values = (config.model_dump(by_alias=True, exclude_unset=True) if config is not None else {})
         values.setdefault("sandbox", {})["backend"] = request.param
         session = sandbox(level, config=GtdConfig.model_validate(values), **kw)
-        assert (session._backend is not None) is (request.param == "landlock")
+        assert session.backend.name == request.param
         return session
 
     return make

@@ -417,9 +417,10 @@ def test_programs_gtd_runs_on_the_host_never_come_from_the_workspace(sandbox, re
     again = sandbox(Level.READWRITE)
     assert sh(again, "echo fine", repo).out == "fine\n"
     again.close()
+    from gtd.sandbox.host import host_git
     from gtd.workflow import git as gtd_git
 
-    monkeypatch.setattr(gtd_git, "_PROGRAMS", {}, raising=False)
+    monkeypatch.setattr(host_git, "_PROGRAMS", {})  # looked up again, as by a fresh gtd process
     gtd_git.commit_all(repo, "after the run")
     assert gtd_git.changes(repo) == []
     assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []

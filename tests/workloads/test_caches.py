@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.policy.caches import CacheLayer, known_caches
+from gtd.sandbox.linux.cache_layer import CacheLayer
+from gtd.sandbox.policy.caches import known_caches
 from gtd.sandbox.policy.sandbox_policy import build_policy
 from gtd.sandbox.session import open_sandbox
 from workload_support import run
@@ -145,7 +146,7 @@ def test_two_sessions_of_one_project_never_share_an_upper_layer(tmp_path, isolat
     with open_sandbox(policy) as again:  # the project's own layer kept the first session's writes only
         assert run(again, "ls ~/.npm", ws).stdout.split() == ["first"]
     assert list(cache.iterdir()) == []
-    from gtd.sandbox.policy.caches import layer_dir
+    from gtd.sandbox.linux.cache_layer import layer_dir
     assert not list(layer_dir(ws).glob("session-*"))
 
 
@@ -155,8 +156,8 @@ def test_the_overlay_holder_ends_with_its_session(tmp_path, isolated_home):
     ws = _project(tmp_path, "ws")
     session = open_sandbox(build_policy(GtdConfig(), workspace=ws, level=Level.READWRITE, home=isolated_home))
     assert run(session, "touch ~/.npm/x", ws).returncode == 0
-    holder = session._caches._holder
-    assert session._caches.mode == "overlay" and holder.poll() is None
+    holder = session.backend.caches._holder
+    assert session.backend.caches.mode == "overlay" and holder.poll() is None
     session.close()
     assert holder.returncode is not None and holder.stdout.closed
     assert not Path(f"/proc/{holder.pid}").exists() or Path(f"/proc/{holder.pid}/status").read_text().find("Zombie") < 0
@@ -181,7 +182,7 @@ def test_removing_a_throwaway_layer_gives_locked_dirs_back_and_never_follows_a_s
     (trap / "locked" / "deeper").chmod(0)
     (trap / "locked").chmod(0)
     trap.chmod(0o500)
-    code = f"from pathlib import Path; from gtd.sandbox.policy.caches import _remove_tree; _remove_tree(Path({str(layer)!r}))"
+    code = f"from pathlib import Path; from gtd.sandbox.linux.cache_layer import _remove_tree; _remove_tree(Path({str(layer)!r}))"
     subprocess.run([*as_the_owner(), sys.executable, "-c", code], check=True, timeout=60)
     assert not layer.exists()
     assert victim.stat().st_mode & 0o777 == 0o500
@@ -235,7 +236,7 @@ def test_protected_and_hidden_paths_in_the_cache_home_stay_so(tmp_path, isolated
                    " mv ~/.cache/huggingface ~/.cache/hf2 || echo kept;"
                    " echo evil > ~/.cache/uv/archive-v0/gtd-env/hook.py || echo ro;"
                    " touch ~/.cache/uv/archive-v0/gtd-env/new || echo ro", ws)
-        assert s._caches.mode == "overlay"
+        assert s.backend.caches.mode == "overlay"
     assert "hf_secret" not in r.stdout and r.stdout.split() == ["ok", "kept", "ro", "ro"], (r.stdout, r.stderr)
     assert "Read-only" in r.stderr
     assert (installed / "hook.py").read_text() == "# run by the host\n" and not (cache / "free").exists()

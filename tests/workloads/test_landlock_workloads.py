@@ -28,7 +28,7 @@ def through_proxy(port: int) -> GtdConfig:
 def test_pip_builds_an_sdist_and_installs_a_wheel(sandbox, repo, index, isolated_home):
     (repo / "vendor").mkdir()
     session = sandbox(Level.NETWORK, config=through_proxy(index.port))
-    assert session._backend is not None
+    assert session.backend.name == "landlock"
     inside = run(session, f"{sys.executable} -m pip install -q --no-input --retries 0 --timeout 10 --target vendor/site "
                           f"--trusted-host {REGISTRY_HOST} --index-url http://{REGISTRY_HOST}:{index.port}/simple/ gtdwheel gtdsdist && "
                           f"PYTHONPATH=vendor/site {sys.executable} -c 'import gtdwheel, gtdsdist; print(gtdwheel.VALUE, gtdsdist.VALUE)'",

@@ -25,7 +25,6 @@ MODULE_FUNCTIONS = {"os": {"remove", "replace", "rename", "open", "unlink", "mkd
 
 # (file below gtd/, function) -> why it is not a workspace access.
 ALLOWED = {
-    ("workflow/git.py", "temporary_index"): "a throw-away git index in the system temp dir",
     ("workflow/leftovers.py", "_read"): "the agent's work record lives in gtd's per-project state dir",
     ("workflow/leftovers.py", "write_state"): "replaces a record in gtd's per-project state dir",
     ("workflow/green.py", "last_green"): "the last green test run's record lives in gtd's per-project state dir",
@@ -52,7 +51,6 @@ ALLOWED = {
     ("cli/sandbox_cmd.py", "explain"):
         "lexists (follows no symlink, reads nothing): a protected or hidden path absent now is counted, not listed",
     ("config/cache.py", "_add_file"): "gtd's own code and the user config (the project config: workspace_files)",
-    ("config/loader.py", "find_repo_root"): "looks for the .git entry that makes a directory the repository",
     ("config/writer.py", "config_lock"): "lock files in gtd's state dir",
     ("config/writer.py", "atomic_write"): "user config and gtd's state files (workspace files: write_config_text)",
     ("cli/config_cmds.py", "init"): "whether the user config file exists (`gtd init --user`)",

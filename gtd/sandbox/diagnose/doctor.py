@@ -73,7 +73,7 @@ def _backend_check(config=None) -> dict:
 
 def _caches_check() -> dict:
     """Package caches at readwrite: a copy-on-write overlay per project, or the per-project fallback."""
-    from gtd.sandbox.policy.caches import overlay_check
+    from gtd.sandbox.linux.cache_layer import overlay_check
 
     ok, detail = overlay_check()
     if ok:
@@ -147,7 +147,7 @@ def _smoke_test(cli_needs=None, cli: str | None = None, config=None, workspace: 
             with open_sandbox(policy) as session:
                 result = session.run(["true"], cwd=policy.workspace, timeout=30)
             ok = result.returncode == 0
-            layers = "Landlock, seccomp, proxy" if session._backend is not None else "namespaces, seccomp, proxy, DNS"
+            layers = "Landlock, seccomp, proxy" if session.backend.name == "landlock" else "namespaces, seccomp, proxy, DNS"
             detail = (f"sandboxed `true` ran at readwrite{with_cli} ({layers})" if ok
                       else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}")
             return _check("sandbox start", ok, detail, "see the detail above; bwrap needs user and network namespaces")

@@ -50,17 +50,15 @@ def create_empty_file(path: Path, base: Path) -> None:
         raise UnsafePath(str(exc)) from None
 
 
-def make_placeholder_parents(policy, registry) -> None:
+def make_placeholder_parents(parents, registry) -> None:
     """Create the missing parent directories of protected paths outside the workspace (a writable
-    HOME without ~/.config: bwrap.placeholder_parents), so their read-only placeholders land on the
+    HOME without ~/.config: linux/writable_roots.placeholder_parents), so their read-only placeholders land on the
     protected paths themselves and `mkdir -p ~/.config/tool` still works inside the sandbox. Each
     directory is recorded in the session registry *before* it is made: the last session removes it
     again when it is still empty (a tool inside may have filled it: then it stays, as the tool's).
     When a parent cannot be made safely, nothing is made: the placeholder then sits on the first
     missing component as before, still protected, only less convenient."""
-    from gtd.sandbox.linux.bwrap import placeholder_parents
-
-    for protected, first_missing in placeholder_parents(policy):
+    for protected, first_missing in parents:
         base = first_missing.parent
         try:
             if os.path.realpath(base) != str(base):

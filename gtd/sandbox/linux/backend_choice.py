@@ -127,16 +127,16 @@ def _bwrap_probe(bwrap: str) -> str | None:
 _announced: set[str] = set()
 
 
-def announce(choice: Choice) -> None:
+def announce(reason: str) -> None:
     """The one line at start that names the Landlock backend (once per gtd process, on stderr)."""
-    if choice.reason in _announced:
+    if reason in _announced:
         return
-    _announced.add(choice.reason)
+    _announced.add(reason)
     import sys
 
     from gtd.terminal_text import write
 
-    write(f"gtd sandbox: Landlock backend ({choice.reason}): weaker than bubblewrap's namespaces; "
+    write(f"gtd sandbox: Landlock backend ({reason}): weaker than bubblewrap's namespaces; "
           "`gtd doctor` says what is weaker\n", stream=sys.stderr)
 
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from gtd.record import field, record
-from gtd.sandbox.linux.limits import CgroupLimit, ResourceLimits, cgroup_support, launcher_args
+from gtd.sandbox.linux.limits import CgroupLimit, cgroup_support, launcher_args
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
 LAUNCHER = Path(__file__).with_name("launch.py")
 # Private to each sandbox (bwrap's own tmpfs, device dir and procfs): always writable. /proc's magic
@@ -23,7 +24,7 @@ def landlock_writable(policy, bwrap_args: list[str] | None = None) -> list[str]:
     """The policy's writable paths as bubblewrap binds them (existing, outside every protected and
     hidden path, resolved), kept only where `bwrap_args` really binds them read-write (`--bind P P`):
     Landlock never allows a write that the mounts refuse, whatever render_mounts decides."""
-    from gtd.sandbox.linux.bwrap import writable_roots
+    from gtd.sandbox.linux.writable_roots import writable_roots
 
     paths = list(dict.fromkeys(str(root.real) for root in writable_roots(policy)))
     if bwrap_args is not None:

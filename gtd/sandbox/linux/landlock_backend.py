@@ -23,17 +23,23 @@ import sys
 from pathlib import Path
 
 from gtd.errors import SandboxUnavailable
+from gtd.sandbox.backend import DOCTOR_HINT, Backend
+from gtd.sandbox.events import Violation
 
 MIN_ABI = 4  # TCP connect rules: without them the network would be open
-DOCTOR_HINT = "Run `gtd doctor` for details."
 
 
-class LandlockBackend:
-    """Started by SandboxSession.start() when backend_choice picks it; the session calls popen and close."""
+class LandlockBackend(Backend):
+    """Chosen by backend_choice where bubblewrap cannot create its namespaces (or by `sandbox.backend`)."""
+
+    name = "landlock"
+    binds_files = False  # no mounts: the registry settings are not bound over the originals (hidden instead)
 
     def __init__(self, session, reason: str):
-        self.session = session
+        super().__init__(session)
         self.reason = reason  # why bwrap is not used (backend_choice)
+        self.layers = None  # Landlock ABI, resource limits, cgroups (linux/kernel.py)
+        self._cgroups: list = []  # one per sandboxed command, killed and removed at close
         self._program: bytes | None = None
         self._listener: socket.socket | None = None
         self._tmp: Path | None = None
@@ -42,7 +48,10 @@ class LandlockBackend:
 
     def start(self) -> None:
         s = self.session
-        abi = s._layers.landlock_abi
+        from gtd.sandbox.linux.kernel import KernelLayers
+
+        self.layers = KernelLayers.for_policy(s.policy)
+        abi = self.layers.landlock_abi
         if abi < MIN_ABI:
             raise SandboxUnavailable(
                 f"{self.reason}, and the Landlock backend needs Landlock ABI {MIN_ABI}+ (Linux 6.7+) for its network "
@@ -56,7 +65,7 @@ class LandlockBackend:
             raise SandboxUnavailable(f"cannot build the seccomp filter (libseccomp): {exc}. {DOCTOR_HINT}") from exc
         self._launcher = _launcher()
         _become_subreaper()
-        s._proxy = s._make_proxy()
+        s.make_proxy()
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
@@ -67,6 +76,12 @@ class LandlockBackend:
 
         self._tmp = private_tmp_dir()
         _write_generated_files(s.policy, self._tmp)
+        from gtd.sandbox.linux.backend_choice import announce
+
+        announce(self.reason)
+
+    def prepare_host(self, registry) -> None:
+        """Nothing: bwrap's placeholder mount points have no counterpart here."""
 
     def environment(self) -> dict[str, str]:
         """What the session's environment changes here: TMPDIR is the private dir (/tmp is not readable),
@@ -78,7 +93,7 @@ class LandlockBackend:
 
     def popen(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
         from gtd.record import replace
-        from gtd.sandbox.linux.bwrap import writable_roots
+        from gtd.sandbox.linux.writable_roots import writable_roots
         from gtd.sandbox.policy.gitshim import with_shim
         from gtd.sandbox.linux.landlock_rules import rules_for
         from gtd.sandbox.linux.limits import launcher_args
@@ -98,17 +113,15 @@ class LandlockBackend:
         ports = [s.proxy_port, *policy.host_loopback_ports]
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
-        args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(s._layers.landlock_abi),
+        args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(self.layers.landlock_abi),
                 "--contain", "1", *rules.launcher_args(), *[a for p in ports for a in ("--connect", str(p))],
                 "--seccomp", str(seccomp_r), "--block", str(block_r), "--", *argv]
-        with s._lock:
-            cgroup, s._spare_cgroup = s._spare_cgroup, None
-        if cgroup is None:
-            cgroup = s._layers.cgroup()
-            if cgroup is not None:
-                s._cgroups.append(cgroup)
+        cgroup = self.layers.cgroup()
+        if cgroup is not None:
+            with s._lock:
+                self._cgroups.append(cgroup)
         relay = relay_stdio(stdin, stdout, stderr)
-        environment = {**s.environment(env), **self.environment()}
+        environment = s.environment(env)
         try:
             proc = subprocess.Popen(
                 args, cwd=str(Path(cwd).resolve()), env=with_shim(environment, in_step=s._in_step),
@@ -138,11 +151,17 @@ class LandlockBackend:
         return proc
 
     def close(self) -> None:
-        """After the session killed each command's group: kill what left its group through the cgroup,
-        stop serving, remove the private tmp dir."""
-        for cgroup in self.session._cgroups:
+        """After the session killed each command's group: kill what left it (through the cgroup, and as the
+        orphans' subreaper), so nothing inside can still write; stop serving; remove the private tmp dir."""
+        s = self.session
+        for cgroup in self._cgroups:
             cgroup.kill()
         _kill_orphans(self._started)
+        for cgroup in self._cgroups:
+            for setting, what in cgroup.hits():
+                s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
+            cgroup.remove()
+        self._cgroups.clear()
         if self._listener is not None and self.session._proxy is not None:
             self.session._proxy.stop_serving(self._listener)
             self._listener = None

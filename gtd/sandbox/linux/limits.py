@@ -20,83 +20,24 @@ import os
 import re
 from pathlib import Path
 
-from gtd.record import record
+from gtd.config.memory_size import human
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
-MEMORY_SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|%)?\s*$", re.IGNORECASE)
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-OFF = ("0", "none", "off", "unlimited")
-MIN_MEMORY = 16 << 20
 _counter = itertools.count()
 
 
-def parse_memory(spec: str | int | None) -> int | None:
-    """`8G`, `512MiB`, `75%` (of this machine's RAM), bytes as an int; `0`/`none`/`off` -> None (no limit)."""
-    if spec is None:
-        return None
-    if isinstance(spec, int):
-        if spec < 0:
-            raise ValueError(f"{spec}: a memory size cannot be negative (use none for no limit)")
-        return _at_least_minimum(spec, spec) or None
-    text = spec.strip().lower()
-    if text in OFF:
-        return None
-    m = MEMORY_SPEC.match(text)
-    if not m:
-        raise ValueError(f"{spec!r} is not a memory size: use e.g. 8G, 512M, 75% (of RAM) or none")
-    number, unit = float(m.group(1)), (m.group(2) or "").rstrip("b").rstrip("i")
-    if m.group(2) == "%":
-        if not 0 < number <= 100:
-            raise ValueError(f"{spec!r}: a share of RAM is between 0% and 100%")
-        return int(total_memory() * number / 100)
-    return _at_least_minimum(int(number * UNITS[unit]), spec) or None
+def enforced_by(limits) -> dict:
+    """How this machine enforces each configured limit of a ResourceLimits (`gtd sandbox explain`)."""
+    import sys
 
-
-def _at_least_minimum(size: int, spec) -> int:
-    """A limit no command can start under is a slip (`memory = 5` meant 5G: a bare number is bytes), not a
-    choice: refused when the config is read, not found out as every command killed at start."""
-    if 0 < size < MIN_MEMORY:
-        raise ValueError(f"{spec!r} is {size} bytes, too little for any command to start (at least "
-                         f"{MIN_MEMORY >> 20}M); a bare number counts bytes: write the unit, e.g. 8G or 512M")
-    return size
-
-
-def total_memory() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def human(n: int) -> str:
-    for unit in ("T", "G", "M", "K"):
-        if n >= UNITS[unit.lower()]:
-            return f"{n / UNITS[unit.lower()]:.1f}".rstrip("0").rstrip(".") + unit
-    return str(n)
-
-
-@record(frozen=True)
-class ResourceLimits:
-    """What one sandboxed command may use; None = no limit."""
-
-    processes: int | None = None
-    memory: int | None = None  # bytes
-
-    @classmethod
-    def from_config(cls, limits) -> "ResourceLimits":
-        return cls(processes=limits.processes or None, memory=parse_memory(limits.memory))
-
-    def to_dict(self) -> dict:
-        import sys
-
-        linux = sys.platform.startswith("linux")
-        found = cgroup_support() if linux else {}
-        nproc = ("NOT ENFORCED: RLIMIT_NPROC does not bind root and no pids cgroup is writable" if os.geteuid() == 0
-                 else "RLIMIT_NPROC (this sandbox's processes)")
-        return {
-            "processes": self.processes or "no limit",
-            "memory": human(self.memory) if self.memory else "no limit",
-            "enforcedBy": {
-                "processes": (_mechanism("pids", found, nproc) if linux else "not enforced on this platform") if self.processes else None,
-                "memory": (_mechanism("memory", found, "RLIMIT_DATA (per process)") if linux else "not enforced on this platform") if self.memory else None,
-            },
-        }
+    linux = sys.platform.startswith("linux")
+    found = cgroup_support() if linux else {}
+    nproc = ("NOT ENFORCED: RLIMIT_NPROC does not bind root and no pids cgroup is writable" if os.geteuid() == 0
+             else "RLIMIT_NPROC (this sandbox's processes)")
+    return {
+        "processes": (_mechanism("pids", found, nproc) if linux else "not enforced on this platform") if limits.processes else None,
+        "memory": (_mechanism("memory", found, "RLIMIT_DATA (per process)") if linux else "not enforced on this platform") if limits.memory else None,
+    }
 
 
 def _mechanism(controller: str, found: dict, fallback: str) -> str:

@@ -85,7 +85,7 @@ def allow_list(home: Path, workspace: Path, *, writable=(), hidden=(), read_path
     outermost entries only. `writable`, `hidden`: the policy's writable and denied-read paths;
     `read_paths`: sandbox.readPaths, already expanded; `agent_dirs`: what the agent CLI reads from its
     gtd-managed dir (SandboxNeeds.read_dirs)."""
-    from gtd.sandbox.session import TLS_TRUST_VARS
+    from gtd.sandbox.policy.command_env import TLS_TRUST_VARS
 
     keys = ("PATH", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "PIP_CONFIG_FILE",
             "VIRTUAL_ENV", "GOENV", "CARGO_HOME", "GOPATH", "GRADLE_USER_HOME",
@@ -211,7 +211,7 @@ def _allow_list(home: Path, workspace: Path, writable: tuple[Path, ...], hidden:
         add(p, READ_PATHS_REASON, allow_mixed=True)
     for p in agent_dirs:
         add(p, "the agent CLI's own config, written by gtd", allow_mixed=True, later=True)
-    from gtd.sandbox.session import TLS_TRUST_VARS
+    from gtd.sandbox.policy.command_env import TLS_TRUST_VARS
 
     for var in TLS_TRUST_VARS:
         value = environ.get(var, "")

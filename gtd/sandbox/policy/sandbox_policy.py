@@ -16,22 +16,24 @@ from pathlib import Path
 from gtd import paths
 from gtd.config.defaults import DEFAULT_DENY_READ
 from gtd.config.levels import Level, Phase
-from gtd.providers.base import SandboxNeeds
 from gtd.record import field, record
+from gtd.sandbox.host.gitguard import GitState
 from gtd.sandbox.policy.caches import LOCATION_VARS, ToolCache, policy_caches
 from gtd.sandbox.policy.containment import inside
 from gtd.sandbox.policy.credential_files import CredentialFile, RefusedCredential, resolve_credential_files
 from gtd.sandbox.policy.domains import parse_rule
-from gtd.sandbox.host.gitguard import GitState
-from gtd.sandbox.linux.limits import ResourceLimits
-from gtd.sandbox.policy.registries import Registry, user_registries
+from gtd.sandbox.policy.needs import SandboxNeeds
 from gtd.sandbox.policy.protected import home_protected_paths, repo_protected_paths
+from gtd.sandbox.policy.registries import Registry, user_registries
+from gtd.sandbox.policy.resource_limits import ResourceLimits
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-    from gtd.config.schema import GtdConfig  # or a ConfigView over validated values: no pydantic needed
+    from gtd.config.schema import (
+        GtdConfig,  # or a ConfigView over validated values: no pydantic needed
+    )
 
 # Always hidden, on top of config's DEFAULT_DENY_READ: more credential stores, shell/REPL histories
 # (commands typed with tokens in them) and browser profiles (session cookies). A path that does not
@@ -155,18 +157,9 @@ class SandboxPolicy:
             "registryCredentials": list(self.credential_hosts),
             "packageCaches": [{"tool": c.tool, "path": str(c.path), "origin": c.origin} for c in self.caches],
             "limits": self.limits.to_dict(),
-            "landlock": _landlock_status(),
             "hostLoopbackPorts": list(self.host_loopback_ports),
             "interceptPorts": list(self.intercept_ports),
         }
-
-
-def _landlock_status() -> str:
-    if sys.platform != "linux":
-        return "not used on this platform"
-    from gtd.sandbox.linux.kernel import status
-
-    return status()["landlock"]
 
 
 def _resolve(raw: str | Path, *, workspace: Path, home: Path) -> Path:
@@ -238,7 +231,7 @@ def tree_may_be_writable(writable: list[Path], workspace: Path) -> bool:
     file (a bound file gains no entries). A missing one may be created as a directory. When none can,
     the work tree is not walked for nested repositories (issue 13: the walk is most of the start-up
     cost in a work tree with node_modules or a venv): everything in it is mounted read-only. The
-    session refuses to start a command whose mounts turn out otherwise (SandboxSession._start_bwrap)."""
+    session refuses to start a command whose mounts turn out otherwise (linux/bwrap_backend.py)."""
     import stat
 
     for w in writable:

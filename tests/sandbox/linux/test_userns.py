@@ -9,7 +9,7 @@ from gtd.config.schema import GtdConfig, Level
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.diagnose import doctor
 from gtd.sandbox.linux import userns
-from gtd.sandbox.session import _probe_bwrap
+from gtd.sandbox.linux.bwrap_backend import _probe_bwrap
 
 from sandbox_support import requires_bwrap
 
@@ -80,7 +80,7 @@ def test_auto_takes_the_landlock_backend_where_the_count_refuses_namespaces(tmp_
         pytest.skip("the Landlock backend needs Landlock ABI 4")
     _sysctl(tmp_path, monkeypatch, "COUNT", "0")
     session = sandbox(Level.READWRITE)
-    assert session._backend is not None and "user.max_user_namespaces = 0" in session._backend.reason
+    assert session.backend.name == "landlock" and "user.max_user_namespaces = 0" in session.backend.reason
     assert session.run(["true"], cwd=tmp_path).returncode == 0
     _sysctl(tmp_path, monkeypatch, "COUNT", "15000")
-    assert sandbox(Level.READWRITE)._backend is None  # bwrap again where it can start
+    assert sandbox(Level.READWRITE).backend.name == "bwrap"  # bwrap again where it can start

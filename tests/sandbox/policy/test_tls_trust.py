@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from gtd.config.schema import GtdConfig, Level
-from gtd.sandbox.session import _tls_trust
+from gtd.sandbox.policy.command_env import tls_trust as _tls_trust
 
 from sandbox_support import requires_bwrap, sh
 from support import serving

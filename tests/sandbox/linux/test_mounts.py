@@ -122,7 +122,7 @@ def test_only_the_outermost_protected_paths_are_mounted():
     """_outermost keeps the protected paths with no protected ancestor, in their order: names that sort
     between a directory and its children (`a-b`, `a.b` beside `a/…`) do not hide an inner path, and `/`
     covers everything."""
-    from gtd.sandbox.linux.bwrap import _outermost
+    from gtd.sandbox.linux.writable_roots import _outermost
 
     def walk_up(paths):  # the definition: no ancestor among the others
         texts = {str(p) for p in paths}
@@ -629,8 +629,8 @@ def test_a_bwrap_that_fails_at_start_is_explained_by_bwrap_itself(sandbox, repo,
     failing.write_text("#!/bin/sh\necho 'bwrap: no permission to create the namespace (this machine)' >&2\nexit 1\n")
     failing.chmod(0o755)
     s = sandbox(Level.READWRITE)
-    assert s._caches is not None and s._caches.writable(), "the readwrite session should start commands via nsenter"
-    s._bwrap = str(failing)  # as if the machine's bwrap could not start a sandbox
+    assert s.backend.caches is not None and s.backend.caches.writable(), "the readwrite session should start commands via nsenter"
+    s.backend.bwrap = str(failing)  # as if the machine's bwrap could not start a sandbox
     with pytest.raises(SandboxUnavailable) as exc:
         sh(s, "true", repo)
     assert "no permission to create the namespace (this machine)" in str(exc.value), str(exc.value)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import git, run_gtd
 
-from gtd.sandbox.host import special_files
+from gtd.sandbox.host import host_git, special_files
 from gtd.audit import AuditLog
 from gtd.errors import GtdError
 from gtd.paths import project_state_dir
@@ -102,7 +102,7 @@ def test_a_git_run_that_waits_ends_in_an_error_naming_it(repo, monkeypatch):
     (repo / ".git" / "info").mkdir(exist_ok=True)
     (repo / ".git" / "info" / "exclude").unlink(missing_ok=True)
     os.mkfifo(repo / ".git" / "info" / "exclude")
-    monkeypatch.setattr(gitops, "TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr(host_git, "TIMEOUT_SECONDS", 2.0)
     with pytest.raises(GtdError, match=r"git status --porcelain=v1 -z --untracked-files=all did not finish within 2 s"):
         gitops.changes(repo)
     os.mkfifo(repo / ".git" / "people")

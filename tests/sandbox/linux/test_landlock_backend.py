@@ -180,7 +180,7 @@ def test_the_python_launcher_applies_the_same_rules(sandbox, repo, home, monkeyp
               "grep CapEff /proc/self/status", repo)
     assert "ok" in r.out and "ssh-refused" in r.out and "hook-refused" in r.out, r.out + r.err
     assert "CapEff:\t0000000000000000" in r.out
-    assert "launch.py" in " ".join(s._backend._launcher)
+    assert "launch.py" in " ".join(s.backend._launcher)
 
 
 def test_a_read_only_phase_writes_only_its_file_and_leaves_the_repository_alone(sandbox, repo):
@@ -262,7 +262,7 @@ def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(san
     monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
     (repo / "src").mkdir()
     s = sandbox(Level.READWRITE, config=landlock())
-    assert not s._cgroups
+    assert not s.backend._cgroups
     r = sh(s, "setsid sh -c 'sleep 60 & echo $! > src/pid; wait' > /dev/null 2>&1 & sleep 0.5; cat src/pid", repo)
     pid = int(r.out.split()[-1])
     assert _alive(pid) and os.getpgid(pid) != os.getpgid(0)

@@ -1,6 +1,6 @@
 """Run a command where namespaces cannot be created, as under Docker's default seccomp profile.
 
-    python tests/sandbox/no_userns.py -- CMD ARG...
+    python tests/sandbox/linux/no_userns.py -- CMD ARG...
 
 Installs a seccomp filter (no_new_privs first, as any unprivileged filter needs) that refuses what
 Docker's default profile refuses to a container without CAP_SYS_ADMIN: unshare() and clone() with

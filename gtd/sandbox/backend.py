@@ -1,0 +1,47 @@
+"""The interface every sandbox backend implements: how the session starts, runs and closes sandboxed
+commands on one OS mechanism (bubblewrap: gtd.sandbox.linux.bwrap_backend; seatbelt:
+gtd.sandbox.macos.seatbelt_backend).
+
+The session (gtd.sandbox.session) keeps what is the same everywhere: the policy, the filtering proxy,
+the registry settings, placeholders and the git guard on the host, the command's environment and the
+violations. A backend adds only what its mechanism needs, and fails closed: `start` raises
+SandboxUnavailable with what to do, never returns a backend that would run a command unsandboxed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+DOCTOR_HINT = "Run `gtd doctor` for details."
+
+
+class Backend:
+    """One OS sandbox mechanism, bound to one session (`self.session`)."""
+
+    name = "none"
+
+    def __init__(self, session):
+        self.session = session
+
+    def start(self) -> None:
+        """Set up what every command of the session shares (run once, before the first command)."""
+
+    def popen(self, argv: list[str], cwd, env: dict | None, stdin, stdout, stderr) -> subprocess.Popen:
+        """Start one command inside the sandbox; its process group is its own."""
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        """Variables this backend adds to every command's environment (a cache layer's locations)."""
+        return {}
+
+    def signal_command(self, proc: subprocess.Popen, signum: int) -> None:
+        """Send `signum` to the command's process group(s), as the terminal would."""
+        import os
+
+        try:
+            os.killpg(proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        """Once every command was killed: wait until nothing inside can still write, release what start made."""
