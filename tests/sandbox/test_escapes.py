@@ -277,8 +277,8 @@ def test_no_controlling_terminal_inside(sandbox, repo):
     assert "HAS_TTY" not in r.out
 
 
-def test_background_processes_do_not_outlive_the_run(sandbox, repo):
-    s = sandbox(Level.READWRITE)
+def test_background_processes_do_not_outlive_the_run(any_backend, repo):
+    s = any_backend(Level.READWRITE)
     r = sh(s, "setsid sleep 313 >/dev/null 2>&1 & nohup sleep 313 >/dev/null 2>&1 & echo started", repo)
     assert "started" in r.out
     deadline = time.time() + 5

@@ -151,7 +151,6 @@ RESIDUALS = (
     "are refused rather than decided, and the proxy's port is reachable on any address (Landlock matches ports only)",
     "/tmp is not readable: TMPDIR is a private directory removed at the end; /dev is the host's, a few devices only",
     "no package-cache layers (caches stay read-only) and no sanitized ~/.npmrc or Maven settings (hidden instead)",
-    "a process that leaves the command's process group outlives a gtd that was SIGKILLed (a clean exit kills it)",
 )
 
 

@@ -44,7 +44,7 @@ class LandlockBackend(Backend):
         self._listener: socket.socket | None = None
         self._tmp: Path | None = None
         self._launcher: list[str] = []
-        self._started: set[int] = set()  # the launchers' pids (subprocess waits for them, not the sweep)
+        self._started: dict[int, subprocess.Popen] = {}  # the launchers (subprocess waits for them, not the sweep)
 
     def start(self) -> None:
         s = self.session
@@ -147,7 +147,7 @@ class LandlockBackend(Backend):
             os.close(block_w)
         with s._lock:
             s._children.append((proc, None))
-        self._started.add(proc.pid)
+        self._started[proc.pid] = proc
         return proc
 
     def close(self) -> None:
@@ -156,7 +156,12 @@ class LandlockBackend(Backend):
         s = self.session
         for cgroup in self._cgroups:
             cgroup.kill()
-        _kill_orphans(self._started)
+        for proc in self._started.values():
+            try:
+                proc.wait(timeout=5)  # once it is gone, what it adopted has come to gtd
+            except subprocess.TimeoutExpired:
+                pass
+        _kill_orphans(set(self._started))
         for cgroup in self._cgroups:
             for setting, what in cgroup.hits():
                 s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
@@ -182,7 +187,7 @@ def _become_subreaper() -> None:
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _kill_orphans(started: set[int], rounds: int = 50) -> None:
+def _kill_orphans(started, rounds: int = 50) -> None:
     """SIGKILL and reap gtd's children that run under more seccomp filters than gtd itself: sandboxed
     processes adopted by gtd (the subreaper), not gtd's own helpers (host git). Repeated, as killing one
     hands its children to gtd in turn. The launchers (`started`) are subprocess's to wait for."""

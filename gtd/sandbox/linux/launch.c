@@ -15,7 +15,10 @@
  * --connect ports and TCP bind to none, signals and abstract unix sockets (ABI 6+) only within the
  * sandbox; every capability is dropped (gtd may run as root), the parent-death signal is SIGKILL,
  * the seccomp program read from --seccomp FD is loaded last, after waiting for one byte on --block FD
- * (gtd moves this process into its cgroup meanwhile). */
+ * (gtd moves this process into its cgroup meanwhile). Then, standing in for a PID namespace's init, it
+ * stays as the command's parent and subreaper (supervise): when the command ends, whatever it left
+ * running (daemons that left its process group included) is killed, and so is all of it when gtd dies
+ * (SIGTERM, the launcher's parent-death signal); it exits with the command's status. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define FAILED 126
@@ -189,6 +193,65 @@ static int load_seccomp(int fd) {
     return 0;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int signum) { stop_signal = signum; }
+
+/* SIGKILL every child (orphans come here: the subreaper) until none is left, reaping them. */
+static void kill_children(void) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    static int pids[4096];
+    for (int round = 0; round < 10000; round++) {
+        FILE *f = fopen(path, "r");
+        int count = 0;
+        while (f != NULL && count < 4096 && fscanf(f, "%d", &pids[count]) == 1) kill(pids[count++], SIGKILL);
+        if (f != NULL) fclose(f);
+        for (int i = 0; i < count; i++) waitpid(pids[i], NULL, 0); /* their children come here next */
+        while (waitpid(-1, NULL, WNOHANG) > 0) count++;
+        if (count == 0) return;
+    }
+}
+
+static int supervise(char **command, pid_t parent) {
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail("", errno);
+    struct sigaction stop = {0};
+    stop.sa_handler = on_stop;
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) return fail("", errno);
+    if (getppid() != parent) return FAILED; /* gtd died before that signal was set */
+    pid_t child = fork();
+    if (child < 0) return fail("", errno);
+    if (child == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        execvp(command[0], command);
+        int err = errno;
+        fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));
+        _exit(err == ENOENT ? 127 : FAILED);
+    }
+    signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C is the command's to handle (gtd signals the group) */
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    int status = 0;
+    for (;;) {
+        if (stop_signal) break;
+        pid_t done = waitpid(-1, &status, 0);
+        if (done == child) break;
+        if (done < 0 && errno == ECHILD) break;
+    }
+    int stopped = stop_signal;
+    kill_children();
+    if (stopped) return 128 + stopped;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    int signum = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    signal(signum, SIG_DFL);
+    kill(getpid(), signum); /* the command's death, told the way a shell reads it */
+    return 128 + signum;
+}
+
 static int limit(int resource, unsigned long long value) {
     struct rlimit rl = {value, value};
     return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
@@ -232,6 +295,7 @@ int main(int argc, char **argv) {
         fputs("gtd sandbox launcher: --contain needs --landlock and --seccomp\n", stderr);
         return FAILED;
     }
+    pid_t parent = getppid();
     if (contain && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail("", errno);
     if (has_block) { /* gtd writes one byte once this process is in its cgroup; EOF: gtd is gone */
         char go;
@@ -245,6 +309,7 @@ int main(int argc, char **argv) {
     if (abi && restrict_paths(paths, count, abi, &c)) return FAILED;
     if (contain && drop_capabilities()) return FAILED;
     if (has_seccomp && load_seccomp((int)seccomp_fd)) return FAILED;
+    if (contain) return supervise(command, parent);
     execvp(command[0], command);
     int err = errno;
     fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));

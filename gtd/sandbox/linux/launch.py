@@ -15,7 +15,8 @@ from inside, then exec the command (same pid, same environment).
   private memory.
 
 - --contain: the Landlock backend, where no bubblewrap and no namespace holds the command (launch.c's
-  header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp).
+  header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp,
+  and the launcher staying the command's parent and subreaper, as a PID namespace's init would).
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -60,6 +61,7 @@ def main(argv):
         if opts["contain"] or opts["seccomp"] is not None:
             sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
             from gtd.sandbox.linux import contain
+        parent = os.getppid()
         if opts["contain"]:
             if not opts["landlock"] or opts["seccomp"] is None:
                 raise ValueError("--contain needs --landlock and --seccomp")
@@ -84,6 +86,8 @@ def main(argv):
             contain.drop_capabilities()
         if opts["seccomp"] is not None:
             contain.load_seccomp(opts["seccomp"])
+        if opts["contain"]:
+            return contain.supervise(command, parent)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")

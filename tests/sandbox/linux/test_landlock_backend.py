@@ -254,8 +254,9 @@ def test_a_whole_run_plan_build_learn_without_namespaces(repo):
 
 
 def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(sandbox, repo, monkeypatch):
-    """No PID namespace and no cgroup (a container's usual lot): gtd adopts orphans as their subreaper and
-    kills the sandboxed ones at close."""
+    """No PID namespace and no cgroup (a container's usual lot): the launcher is the command's subreaper, and
+    gtd the launcher's. A command still running at close is killed with its group; what it started with
+    setsid comes back to gtd and is killed there."""
     from gtd.sandbox.linux import kernel
 
     monkeypatch.setattr(kernel.KernelLayers, "cgroup", lambda self: None)
@@ -263,11 +264,33 @@ def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(san
     (repo / "src").mkdir()
     s = sandbox(Level.READWRITE, config=landlock())
     assert not s.backend._cgroups
-    r = sh(s, "setsid sh -c 'sleep 60 & echo $! > src/pid; wait' > /dev/null 2>&1 & sleep 0.5; cat src/pid", repo)
-    pid = int(r.out.split()[-1])
-    assert _alive(pid) and os.getpgid(pid) != os.getpgid(0)
+    proc = s.popen(["sh", "-c", "setsid sh -c 'sleep 60 & echo $! > src/pid; wait' > /dev/null 2>&1 & exec sleep 60"],
+                   cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not (repo / "src/pid").exists() or not (repo / "src/pid").read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    pid = int((repo / "src/pid").read_text())
+    assert _alive(pid) and os.getpgid(pid) != os.getpgid(proc.pid)
     s.close()
-    assert not _alive(pid)
+    assert not _alive(pid) and proc.poll() is not None
+
+
+def test_when_gtd_dies_what_the_command_left_running_dies_too(repo):
+    proc = subprocess.Popen([sys.executable, str(HARNESS), "--", str(GTD), "sandbox", "run", "--level", "readwrite",
+                             "--", "sh", "-c", "setsid sleep 61 > /dev/null 2>&1 & echo $!; exec sleep 60"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        assert _alive(pid)
+        proc.kill()  # gtd gets no chance to clean up: the launcher's parent-death signal does it
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        proc.kill()
 
 
 def test_namespaces_that_worked_are_remembered_per_context_never_a_refusal(repo):
@@ -285,3 +308,25 @@ def test_namespaces_that_worked_are_remembered_per_context_never_a_refusal(repo)
     r = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-c", code], capture_output=True,
                        text=True, cwd=repo)
     assert "creating a user namespace failed" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("launcher", ["native", "python"])
+def test_the_launcher_passes_the_commands_status_on_and_ends_what_it_left(sandbox, repo, launcher, monkeypatch):
+    """The launcher stands in for a PID namespace's init: the command's exit status (or its signal) is the
+    launcher's, and what the command left running is killed when it ends."""
+    import gtd.sandbox.linux.nativelaunch as nativelaunch
+
+    if launcher == "python":
+        monkeypatch.setattr(nativelaunch, "launcher_path", lambda **kw: None)
+    elif nativelaunch.launcher_path() is None:
+        pytest.skip("no C compiler here: only the Python launcher can run")
+    s = sandbox(Level.READWRITE, config=landlock())
+    assert ("launch.py" in " ".join(s.backend._launcher)) is (launcher == "python")
+    assert sh(s, "exit 7", repo).returncode == 7
+    assert sh(s, "kill -TERM $$", repo).returncode == -signal.SIGTERM
+    r = sh(s, "setsid sleep 62 > /dev/null 2>&1 & echo $!", repo)
+    pid = int(r.out.split()[-1])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
