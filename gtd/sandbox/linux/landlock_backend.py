@@ -40,6 +40,7 @@ class LandlockBackend(Backend):
         self.reason = reason  # why bwrap is not used (backend_choice)
         self.layers = None  # Landlock ABI, resource limits, cgroups (linux/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, killed and removed at close
+        self._spare = None  # the first command's cgroup, made ahead by `gtd sandbox run`
         self._program: bytes | None = None
         self._listener: socket.socket | None = None
         self._tmp: Path | None = None
@@ -51,6 +52,12 @@ class LandlockBackend(Backend):
         from gtd.sandbox.linux.kernel import KernelLayers
 
         self.layers = KernelLayers.for_policy(s.policy)
+        if self.layers.cgroups:  # `gtd sandbox run` made the first command's cgroup ahead (limits.make_ready)
+            from gtd.sandbox.linux.limits import take_ready
+
+            self._spare = take_ready(self.layers.limits, self.layers.cgroups)
+            if self._spare is not None:
+                self._cgroups.append(self._spare)
         abi = self.layers.landlock_abi
         if abi < MIN_ABI:
             raise SandboxUnavailable(
@@ -116,10 +123,13 @@ class LandlockBackend(Backend):
         args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(self.layers.landlock_abi),
                 "--contain", "1", *rules.launcher_args(), *[a for p in ports for a in ("--connect", str(p))],
                 "--seccomp", str(seccomp_r), "--block", str(block_r), "--", *argv]
-        cgroup = self.layers.cgroup()
-        if cgroup is not None:
-            with s._lock:
-                self._cgroups.append(cgroup)
+        with s._lock:
+            cgroup, self._spare = self._spare, None
+        if cgroup is None:
+            cgroup = self.layers.cgroup()
+            if cgroup is not None:
+                with s._lock:
+                    self._cgroups.append(cgroup)
         relay = relay_stdio(stdin, stdout, stderr)
         environment = s.environment(env)
         try:
