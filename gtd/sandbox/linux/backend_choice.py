@@ -151,6 +151,8 @@ RESIDUALS = (
     "are refused rather than decided, and the proxy's port is reachable on any address (Landlock matches ports only)",
     "/tmp is not readable: TMPDIR is a private directory removed at the end; /dev is the host's, a few devices only",
     "no package-cache layers (caches stay read-only) and no sanitized ~/.npmrc or Maven settings (hidden instead)",
+    "an agent CLI's settings and hooks in its own state dir can be changed during the session (put back at its end)",
+    "no new pseudo-terminals and no /dev/shm (the host's: the person's other terminals, other processes' memory)",
 )
 
 

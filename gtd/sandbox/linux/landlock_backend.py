@@ -41,6 +41,9 @@ class LandlockBackend(Backend):
         self.layers = None  # Landlock ABI, resource limits, cgroups (linux/kernel.py)
         self._cgroups: list = []  # one per sandboxed command, killed and removed at close
         self._spare = None  # the first command's cgroup, made ahead by `gtd sandbox run`
+        self._copies = None  # protected paths in writable roots outside the workspace (host/protected_copies.py)
+        self._kept_roots: set[str] = set()
+        self._split_roots: set[str] = set()
         self._program: bytes | None = None
         self._listener: socket.socket | None = None
         self._tmp: Path | None = None
@@ -87,6 +90,28 @@ class LandlockBackend(Backend):
 
         announce(self.reason)
 
+    def _keep_copies(self, root: str) -> bool:
+        """Copy the protected paths of a writable root outside the workspace (once per session), so it can be
+        granted whole; True (split it instead) when they are too big to copy."""
+        from gtd.sandbox.host.protected_copies import ProtectedCopies, TooBig
+        from gtd.sandbox.linux.landlock_rules import _both, _outermost_existing
+
+        if root in self._split_roots:
+            return True
+        if root in self._kept_roots:
+            return False
+        if self._copies is None:
+            from gtd import paths
+
+            self._copies = ProtectedCopies(paths.user_state_dir() / "landlock-copies" / f"{os.getpid()}-{id(self)}")
+        try:
+            self._copies.keep(Path(root), _outermost_existing(root, _both(self.session.policy.protected)))
+        except (TooBig, OSError):
+            self._split_roots.add(root)
+            return True
+        self._kept_roots.add(root)
+        return False
+
     def prepare_host(self, registry) -> None:
         """Nothing: bwrap's placeholder mount points have no counterpart here."""
 
@@ -113,7 +138,7 @@ class LandlockBackend(Backend):
             raise SandboxUnavailable(
                 "a writable directory in the work tree appeared after the sandbox policy was built (its nested "
                 "repositories were not checked): run the command again")
-        rules = rules_for(policy, writable_roots(policy), self._tmp)
+        rules = rules_for(policy, writable_roots(policy), self._tmp, split=self._keep_copies)
         if rules.reaches_workspace:
             s._tree_writable = True
         s._registry.add(s._created_files, watched=rules.watched)
@@ -177,6 +202,14 @@ class LandlockBackend(Backend):
                 s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
             cgroup.remove()
         self._cgroups.clear()
+        if self._copies is not None:  # everything inside is gone: put back what it changed
+            from gtd import paths
+
+            into = paths.project_state_dir(s.policy.workspace) / "quarantine"
+            for path, what in self._copies.restore(into):
+                s.record_violation(Violation.now("write", str(path), s.policy.level, what))
+            self._copies.close()
+            self._copies = None
         if self._listener is not None and self.session._proxy is not None:
             self.session._proxy.stop_serving(self._listener)
             self._listener = None

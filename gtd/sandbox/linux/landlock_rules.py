@@ -22,8 +22,9 @@ from pathlib import Path
 from gtd.record import field, record
 from gtd.sandbox.policy.containment import inside, strictly_inside
 
-# Host device nodes a command needs (there is no private /dev): written, or only read.
-DEVICES_WRITABLE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
+# Host device nodes a command needs (there is no private /dev): written, or only read. Not /dev/pts: those
+# are the person's other terminals (the command's own terminal stays writable: the launcher grants it).
+DEVICES_WRITABLE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 DEVICES_READABLE = ("/dev/random", "/dev/urandom")
 # Never granted as part of "/": replaced by the device list above and the session's private tmp dir.
 NOT_FROM_ROOT = ("/dev", "/tmp")
@@ -34,6 +35,9 @@ class LandlockRules:
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     watched: list[tuple[Path, Path]] = field(default_factory=list)  # (missing protected path, first missing part)
+    # writable root outside the workspace -> the existing protected paths in it, granted with it (kept and
+    # put back by host/protected_copies.py)
+    guarded: dict = field(default_factory=dict)
     reaches_workspace: bool = False  # a writable hierarchy in or around the work tree (gitguard walks it)
 
     def launcher_args(self) -> list[str]:
@@ -74,9 +78,12 @@ def _both(paths) -> set[str]:
     return found
 
 
-def rules_for(policy, writable_roots, private_tmp: Path) -> LandlockRules:
-    """The read and write grants for `policy`. `writable_roots`: bwrap.writable_roots(policy) (existing,
-    resolved, checked); `private_tmp`: the session's own temporary dir (TMPDIR)."""
+def rules_for(policy, writable_roots, private_tmp: Path, split=lambda root: True) -> LandlockRules:
+    """The read and write grants for `policy`. `writable_roots`: writable_roots(policy) (existing, resolved,
+    checked); `private_tmp`: the session's own temporary dir (TMPDIR). A root is split around its protected
+    paths (host git, gtd and the person's tools read them while the session runs), except an agent CLI's
+    state dir (_agent_state): that is granted whole, its protected paths in `guarded`, unless `split(root)`
+    (their copies would be too big)."""
     from gtd.sandbox.policy.home_allow import hidden_roots, visible_roots
 
     rules = LandlockRules()
@@ -86,7 +93,11 @@ def rules_for(policy, writable_roots, private_tmp: Path) -> LandlockRules:
     # Writes first: each root except the protected paths and denied reads inside it.
     for root in dict.fromkeys(str(r.real) for r in writable_roots):
         before = len(rules.writes)
-        _split(root, protected | denied, rules.writes)
+        if not _agent_state(root) or root in protected or split(root):
+            _split(root, protected | denied, rules.writes)
+        else:
+            _split(root, denied, rules.writes)
+            rules.guarded[root] = _outermost_existing(root, protected)
         granted = rules.writes[before:]
         if any((inside(Path(g), policy.workspace) or inside(policy.workspace, Path(g))) and os.path.isdir(g)
                for g in granted):  # a writable file cannot gain entries: no `.git` can be planted through it
@@ -105,6 +116,26 @@ def rules_for(policy, writable_roots, private_tmp: Path) -> LandlockRules:
         _split(source, denied, rules.reads)
     rules.reads += [d for d in DEVICES_READABLE if os.path.exists(d)]
     return rules
+
+
+def _agent_state(root: str) -> bool:
+    """Whether `root` is an agent CLI's own state dir (under gtd's agents dir), whose protected files only that
+    CLI reads, inside the sandbox. Everywhere else a protected path may be read on the host while the session
+    runs (the work tree's git metadata by host git, gtd's own config, shell rc files), so it is never granted."""
+    from gtd import paths
+
+    agents = Path(os.path.realpath(paths.agents_dir()))
+    own = [Path(os.path.realpath(p)) for p in (paths.user_config_dir(), paths.user_state_dir())]
+    return strictly_inside(Path(root), agents) and not any(inside(o, Path(root)) or inside(Path(root), o) for o in own)
+
+
+def _outermost_existing(root: str, protected: set[str]) -> list[Path]:
+    inner = sorted(p for p in protected if p.startswith(root.rstrip("/") + "/") and os.path.lexists(p))
+    outer: list[str] = []
+    for p in inner:
+        if not any(p.startswith(o + "/") for o in outer):
+            outer.append(p)
+    return [Path(p) for p in outer]
 
 
 def _watched(policy, root: str, granted: list[str]) -> list[tuple[Path, Path]]:

@@ -330,3 +330,42 @@ def test_the_launcher_passes_the_commands_status_on_and_ends_what_it_left(sandbo
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_an_agent_state_dir_takes_new_entries_and_its_protected_files_are_put_back(sandbox, repo):
+    """An agent CLI's state dir is granted whole (the CLI makes session dirs at its top); its settings and
+    hooks are copied at start, and what the agent changed there is quarantined and put back at the end."""
+    from gtd import paths
+    from gtd.providers.base import SandboxNeeds
+
+    state = paths.agents_dir() / "claude"
+    (state / "hooks").mkdir(parents=True)
+    (state / "hooks/ok.sh").write_text("true\n")
+    (state / "settings.json").write_text('{"hooks": {}}')
+    needs = SandboxNeeds(writable_dirs=[state], protected_paths=[state / "settings.json", state / "hooks"])
+    s = sandbox(Level.READWRITE, config=landlock(), needs=needs)
+    r = sh(s, f"mkdir {state}/session-env && echo s > {state}/session-env/a && echo new-dir-ok; "
+              f"echo '{{\"hooks\": \"evil\"}}' > {state}/settings.json; echo evil > {state}/hooks/pre.sh; "
+              f"rm {state}/hooks/ok.sh", repo)
+    assert "new-dir-ok" in r.out, r.out + r.err
+    s.close()
+    assert (state / "settings.json").read_text() == '{"hooks": {}}'
+    assert sorted(p.name for p in (state / "hooks").iterdir()) == ["ok.sh"]
+    assert (state / "session-env/a").read_text() == "s\n"  # the agent's own state stays
+    put_back = {v.target for v in s.violations if "put back" in v.detail}
+    assert put_back == {str(state / "settings.json"), str(state / "hooks")}, s.violations
+    quarantined = paths.project_state_dir(repo) / "quarantine"
+    assert any(p.name == "settings.json.quarantined" for p in quarantined.rglob("*"))
+
+
+def test_gtds_own_config_in_a_writable_dir_stays_refused_during_the_session(sandbox, repo, home):
+    """Outside the agents' state dirs nothing protected is granted: gtd reads its own config mid-run."""
+    from gtd import paths
+    from gtd.providers.base import SandboxNeeds
+
+    paths.user_config_dir().mkdir(parents=True)
+    s = sandbox(Level.READWRITE, config=landlock(), needs=SandboxNeeds(writable_dirs=[home / ".config"]))
+    r = sh(s, f"echo x > {paths.user_config_dir()}/config.toml || echo refused; mkdir {home}/.config/other || "
+              "echo top-refused", repo)
+    assert "refused" in r.out and "top-refused" in r.out, r.out + r.err
+    assert not (paths.user_config_dir() / "config.toml").exists()
