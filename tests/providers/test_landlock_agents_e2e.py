@@ -23,10 +23,7 @@ ITEM = "Write docs/hello.txt saying hi"
 PLAN = f"# Hello\n\n## Action items\n- [ ] {ITEM}\n  - Tests: `cat docs/hello.txt`\n\n## Open questions\n\n## Learnings\n"
 
 
-def test_build_step_lands_under_the_landlock_backend(agent, repo, fake_model, isolated_home, request):
-    if agent.name == "opencode":  # open in the report: it asks registry.npmjs.org here, not under bwrap
-        request.applymarker(pytest.mark.xfail(strict=True, reason="opencode reaches for registry.npmjs.org at start "
-                                              "under the Landlock backend (an escalation, exit 4); not yet known why"))
+def test_build_step_lands_under_the_landlock_backend(agent, repo, fake_model, isolated_home):
     (repo / "docs").mkdir()
     (repo / "docs/.keep").write_text("")
     (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "cat docs/hello.txt", "testRetries": 1, "baselineTests": "build",
