@@ -56,3 +56,14 @@ def test_npm_installs_a_dependency_tree(sandbox, repo, registry, isolated_home):
     assert inside.stdout.strip().splitlines()[-1] == "hello SANDBOX"
     assert (web / "node_modules/gtd-shout/package.json").exists()
     assert tree_state(isolated_home / ".npm") == before
+
+
+def test_a_missing_cache_home_is_a_private_one(sandbox, repo, isolated_home, monkeypatch):
+    """HOME takes no new entries under this backend: with no cache home to read, tools get a private one
+    (pip's sdist build made ~/.cache and failed on EACCES, as an unprivileged user)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(isolated_home / "no-cache-yet"))
+    session = sandbox(Level.READWRITE, config=GtdConfig.model_validate({"sandbox": {"backend": "landlock"}}))
+    r = run(session, 'mkdir -p "$XDG_CACHE_HOME/tool" && echo "$XDG_CACHE_HOME"', repo)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().startswith("/tmp/gtd-landlock-")
+    assert not (isolated_home / "no-cache-yet").exists()

@@ -119,6 +119,11 @@ class LandlockBackend(Backend):
         """What the session's environment changes here: TMPDIR is the private dir (/tmp is not readable),
         the generated git config is named by GIT_CONFIG_GLOBAL (there is no mount to put it at ~/.gitconfig)."""
         env = {"TMPDIR": str(self._tmp), "GTD_SANDBOX_BACKEND": "landlock"}
+        cache_home = os.environ.get("XDG_CACHE_HOME") or str(self.session.policy.home / ".cache")
+        if not os.path.isdir(cache_home):
+            # Nothing there to read, and HOME takes no new entries here (under bwrap its mount points made
+            # one): tools that create their cache dir (pip's build) get a private one instead of EACCES.
+            env["XDG_CACHE_HOME"] = str(self._tmp / ".cache")
         if (self._tmp / "gitconfig").exists():
             env["GIT_CONFIG_GLOBAL"] = str(self._tmp / "gitconfig")
         return env
