@@ -8,9 +8,10 @@ table, held by what the kernel gives an unprivileged process instead, applied by
 - Landlock TCP rules (ABI 4+): connect only to gtd's proxy (on the host's loopback, as on macOS) and
   the policy's host loopback ports; bind to none; signals and abstract unix sockets scoped (ABI 6+);
 - the seccomp filter with `contained_sockets` (no UDP, raw, SCTP, MPTCP, io_uring, AF_UNIX);
-- no capabilities, no_new_privs, SIGKILL when gtd dies, the session's resource limits and cgroup.
-The session kills each command's process group and its cgroup at close. It fails closed: without
-Landlock ABI 4 it refuses to start (SandboxUnavailable) rather than run with direct network.
+- no capabilities, no_new_privs, the session's resource limits and cgroup; the launcher stays the
+  command's parent and subreaper (a PID namespace's init, in effect), and gtd the launchers' subreaper.
+It fails closed: without Landlock ABI 4 it refuses to start (SandboxUnavailable) rather than run with
+direct network.
 """
 
 from __future__ import annotations
@@ -129,7 +130,6 @@ class LandlockBackend(Backend):
         return env
 
     def popen(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
-        from gtd.record import replace
         from gtd.sandbox.linux.writable_roots import writable_roots
         from gtd.sandbox.policy.gitshim import with_shim
         from gtd.sandbox.linux.landlock_rules import rules_for
