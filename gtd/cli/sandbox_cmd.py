@@ -88,6 +88,11 @@ def explain(
         how = limits["enforcedBy"][key]
         write(f"  {key}: {limits[key]}" + (f" ({how})" if how else "") + "\n")
     write(f"landlock: {data['landlock']}\n")
+    backend = data.get("backend")
+    if backend:
+        write(f"backend: {backend['backend']} ({backend['reason']})\n")
+        for item in backend["weaker"]:
+            write(f"  weaker: {item}\n")
 
 
 def _explain_home(data, write) -> None:

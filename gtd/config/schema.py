@@ -91,6 +91,10 @@ class ReviewerConfig(ConfigModel):
 
 class SandboxConfig(ConfigModel):
     enabled: bool = Field(True, description="Run every agent and test command in the OS sandbox. If it cannot start, gtd stops.")
+    backend: Literal["auto", "bwrap", "landlock"] = Field(
+        "auto", description="Linux: `bwrap` (namespaces: the strongest), `landlock` (Landlock + seccomp, no namespaces: "
+        "for containers and hosts that refuse user namespaces; weaker, see docs/landlock-backend.md) or `auto`: bwrap "
+        "where it can create its namespaces, else landlock. From your user config or a trusted project file only.")
     phases: PhaseLevels = Field(default_factory=PhaseLevels)
     levels: LevelsRules = Field(default_factory=LevelsRules)
     limits: ResourceLimitsConfig = Field(default_factory=ResourceLimitsConfig)

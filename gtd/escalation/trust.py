@@ -141,6 +141,8 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
         found += [entry(f"sandbox.{key}", item) for item in sandbox.get(key) or []]
     if sandbox.get("escalationPolicy") == "auto":  # a model, not the person, would settle requests
         found.append(entry("sandbox.escalationPolicy", "auto"))
+    if sandbox.get("backend") == "landlock":  # the weaker backend where bwrap works (docs/landlock-backend.md)
+        found.append(entry("sandbox.backend", "landlock"))
     found += [entry("sandbox.reviewer.rules", rule) for rule in _reviewer_rules(sandbox)]
     return _choices(values) + found
 
@@ -243,6 +245,8 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
             sandbox[key] = [item for item in sandbox[key] or [] if entry(f"sandbox.{key}", item) in keep]
     if sandbox.get("escalationPolicy") == "auto" and entry("sandbox.escalationPolicy", "auto") not in keep:
         del sandbox["escalationPolicy"]
+    if sandbox.get("backend") == "landlock" and entry("sandbox.backend", "landlock") not in keep:
+        del sandbox["backend"]
     if _reviewer_rules(sandbox):
         sandbox["reviewer"]["rules"] = [rule for rule in sandbox["reviewer"]["rules"]
                                         if entry("sandbox.reviewer.rules", rule) in keep]

@@ -123,10 +123,15 @@ class OpencodeProvider(Provider):
     def prepare(self) -> None:
         """The config dir is read-only inside the sandbox: gtd writes what opencode would create there."""
         config_dir = self.home / "config" / "opencode"
+        if config_dir.is_dir() and not config_dir.is_symlink():
+            config_dir.chmod(0o755)
         write_json(config_dir / "opencode.json", {"$schema": "https://opencode.ai/config.json"})
         ignore = config_dir / ".gitignore"
         if not ignore.is_file():
             ignore.write_text("".join(f"{name}\n" for name in GITIGNORE))
+        # Without write bits too: opencode asks access(W_OK) before installing its plugin package there, and
+        # Landlock (the Landlock backend: no read-only mount) does not answer access(2); a "yes" sent it to npm.
+        config_dir.chmod(0o555)
 
     def command(self, request: AgentRequest) -> CommandSpec:
         self._dirs.use(Path(request.cwd))

@@ -351,12 +351,22 @@ class SandboxSession:
 
 
 def _backend_for(session: SandboxSession):
-    """The backend for this machine: seatbelt on macOS, bubblewrap elsewhere (it refuses to start,
-    naming why, where it cannot run)."""
+    """The backend for this machine: seatbelt on macOS; on Linux bubblewrap, or Landlock + seccomp where
+    bubblewrap cannot create its namespaces or `sandbox.backend` says so (linux/backend_choice.py). Each
+    refuses to start, naming why, where it cannot run."""
     if sys.platform == "darwin":
         from gtd.sandbox.macos.seatbelt_backend import SeatbeltBackend
 
         return SeatbeltBackend(session)
+    if sys.platform.startswith("linux"):
+        from gtd.host_programs import host_program
+        from gtd.sandbox.linux.backend_choice import choose
+
+        choice = choose(session.policy.backend, host_program("bwrap", session.untrusted_dirs()))
+        if choice.name == "landlock":
+            from gtd.sandbox.linux.landlock_backend import LandlockBackend
+
+            return LandlockBackend(session, choice.reason)
     from gtd.sandbox.linux.bwrap_backend import BwrapBackend
 
     return BwrapBackend(session)

@@ -9,12 +9,32 @@ import time
 
 import pytest
 
-from gtd.config.schema import Level
+from gtd.config.schema import GtdConfig, Level
 from gtd.providers.base import SandboxNeeds
 
 from sandbox_support import git, py, requires_bwrap, sh
 
 pytestmark = [requires_bwrap, pytest.mark.bwrap]
+
+
+@pytest.fixture(params=["bwrap", pytest.param("landlock", marks=pytest.mark.landlock)])
+def any_backend(request, sandbox):
+    """The probes whose refusal reads the same on both Linux backends run on each (the Landlock one as
+    where namespaces are refused: docs/landlock-backend.md); `sandbox(level, config=..., **kw)` otherwise."""
+    if request.param == "landlock":
+        from gtd.sandbox.linux.landlock import abi_version
+
+        if abi_version() < 4:
+            pytest.skip("the Landlock backend needs Landlock ABI 4 (Linux 6.7+)")
+
+    def make(level, *, config=None, **kw):
+        values = (config.model_dump(by_alias=True, exclude_unset=True) if config is not None else {})
+        values.setdefault("sandbox", {})["backend"] = request.param
+        session = sandbox(level, config=GtdConfig.model_validate(values), **kw)
+        assert session.backend.name == request.param
+        return session
+
+    return make
 
 
 # -- filesystem ------------------------------------------------------------------------------
@@ -28,16 +48,16 @@ def test_symlink_out_of_workspace_is_read_only(sandbox, repo, home):
     assert not (home / "notes/f").exists() and "PWNED" not in (home / ".gitconfig").read_text()
 
 
-def test_protected_file_cannot_be_swapped_for_a_symlink(sandbox, repo):
+def test_protected_file_cannot_be_swapped_for_a_symlink(any_backend, repo):
     (repo / ".bashrc").write_text("safe\n")
-    s = sandbox(Level.READWRITE)
+    s = any_backend(Level.READWRITE)
     r = sh(s, "rm -f .bashrc; mv README.md .bashrc; ln -sf /tmp/evil .bashrc; echo evil > .bashrc", repo)
     assert r.returncode != 0
     assert (repo / ".bashrc").read_text() == "safe\n" and not (repo / ".bashrc").is_symlink()
 
 
-def test_git_hooks_dir_cannot_be_replaced_by_a_symlink(sandbox, repo, tmp_path):
-    s = sandbox(Level.READWRITE)
+def test_git_hooks_dir_cannot_be_replaced_by_a_symlink(any_backend, repo, tmp_path):
+    s = any_backend(Level.READWRITE)
     r = sh(s, "rm -rf .git/hooks; mkdir -p evil; ln -s ../evil .git/hooks2 && mv -T .git/hooks2 .git/hooks", repo)
     assert r.returncode != 0
     assert (repo / ".git/hooks").is_dir() and not (repo / ".git/hooks").is_symlink()
@@ -61,8 +81,8 @@ def test_hard_links_to_protected_or_outside_files_are_refused(sandbox, repo, hom
     assert not (repo / "cfg").exists() and not (repo / "gc").exists()
 
 
-def test_git_hooks_and_config_cannot_be_planted(sandbox, repo):
-    s = sandbox(Level.READWRITE)
+def test_git_hooks_and_config_cannot_be_planted(any_backend, repo):
+    s = any_backend(Level.READWRITE)
     r = sh(s, "echo 'echo pwned' > .git/hooks/pre-commit; git config core.hooksPath evil; echo x >> .git/config", repo)
     assert r.returncode != 0
     assert not (repo / ".git/hooks/pre-commit").exists()
@@ -150,26 +170,26 @@ def test_agent_settings_cannot_be_edited_even_in_a_writable_state_dir(sandbox, r
     assert not (claude / "hooks").exists() and not (repo / ".mcp.json").exists()
 
 
-def test_gtd_config_state_and_project_config_are_protected(sandbox, repo, home):
+def test_gtd_config_state_and_project_config_are_protected(any_backend, repo, home):
     from gtd import paths
 
     cfg_dir, state_dir = paths.user_config_dir(), paths.user_state_dir()
     cfg_dir.mkdir(parents=True)
     (repo / ".gtdrc.json").write_text("{}")
-    s = sandbox(Level.READWRITE, needs=SandboxNeeds(writable_dirs=[home / ".config", home / ".local"]))
+    s = any_backend(Level.READWRITE, needs=SandboxNeeds(writable_dirs=[home / ".config", home / ".local"]))
     r = sh(s, f"echo x > {cfg_dir}/config.toml; mkdir -p {state_dir}/x; echo '{{\"sandbox\":{{\"enabled\":false}}}}' > .gtdrc.json", repo)
     assert not (cfg_dir / "config.toml").exists()
     assert not (state_dir / "x").exists()
     assert (repo / ".gtdrc.json").read_text() == "{}"
 
 
-def test_secrets_in_home_cannot_be_read(sandbox, repo, home):
+def test_secrets_in_home_cannot_be_read(any_backend, repo, home):
     (home / ".ssh").mkdir()
     (home / ".ssh/id_ed25519").write_text("PRIVATE KEY")
     (home / ".aws").mkdir()
     (home / ".aws/credentials").write_text("AKIA SECRET")
     (home / ".netrc").write_text("machine x password SECRET")
-    s = sandbox(Level.NETWORK)
+    s = any_backend(Level.NETWORK)
     r = sh(s, f"cat {home}/.ssh/id_ed25519 {home}/.aws/credentials {home}/.netrc; ls -A {home}/.ssh", repo)
     assert "PRIVATE" not in r.out and "SECRET" not in r.out
     assert "id_ed25519" not in r.out
@@ -177,7 +197,7 @@ def test_secrets_in_home_cannot_be_read(sandbox, repo, home):
 
 # -- sockets, syscalls, processes ----------------------------------------------------------
 
-def test_host_unix_socket_and_abstract_socket_are_unreachable(sandbox, repo):
+def test_host_unix_socket_and_abstract_socket_are_unreachable(any_backend, repo):
     path = repo / "host.sock"
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(str(path))
@@ -186,7 +206,7 @@ def test_host_unix_socket_and_abstract_socket_are_unreachable(sandbox, repo):
     abstract.bind("\0gtd-test-abstract")
     abstract.listen(1)
     try:
-        s = sandbox(Level.READWRITE)
+        s = any_backend(Level.READWRITE)
         code = (
             "import socket\n"
             "for addr in ('host.sock', '\\0gtd-test-abstract'):\n"
@@ -214,13 +234,13 @@ def test_socketpair_still_works_for_child_stdio(sandbox, repo):
     "mount -t tmpfs none /tmp",
     "bwrap --ro-bind / / true",
 ])
-def test_namespace_and_mount_syscalls_are_refused(sandbox, repo, script):
-    s = sandbox(Level.READWRITE)
+def test_namespace_and_mount_syscalls_are_refused(any_backend, repo, script):
+    s = any_backend(Level.READWRITE)
     r = sh(s, script, repo)
     assert r.returncode != 0, (script, r.out, r.err)
 
 
-def test_io_uring_ptrace_keyctl_bpf_are_refused(sandbox, repo):
+def test_io_uring_ptrace_keyctl_bpf_are_refused(any_backend, repo):
     code = (
         "import ctypes, errno\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -232,7 +252,7 @@ def test_io_uring_ptrace_keyctl_bpf_are_refused(sandbox, repo):
         "    out.append(f'{name}={ctypes.get_errno() if r < 0 else \"OK\"}')\n"
         "print(' '.join(out))\n"
     )
-    s = sandbox(Level.READWRITE)
+    s = any_backend(Level.READWRITE)
     r = py(s, code, repo)
     results = dict(item.split("=") for item in r.out.split())
     assert results and all(v == "1" for v in results.values()), r.out  # 1 = EPERM
@@ -257,8 +277,8 @@ def test_no_controlling_terminal_inside(sandbox, repo):
     assert "HAS_TTY" not in r.out
 
 
-def test_background_processes_do_not_outlive_the_run(sandbox, repo):
-    s = sandbox(Level.READWRITE)
+def test_background_processes_do_not_outlive_the_run(any_backend, repo):
+    s = any_backend(Level.READWRITE)
     r = sh(s, "setsid sleep 313 >/dev/null 2>&1 & nohup sleep 313 >/dev/null 2>&1 & echo started", repo)
     assert "started" in r.out
     deadline = time.time() + 5

@@ -23,7 +23,7 @@ def sandbox_checks(cli_needs=None, *, cli: str | None = None, config=None, works
     if not sys.platform.startswith("linux"):
         return [_check("sandbox backend", False, f"no sandbox backend for {sys.platform}", "run gtd on Linux or macOS, or set sandbox.enabled=false")]
 
-    checks = []
+    checks = [_backend_check(config)]
     from gtd.host_programs import host_program
 
     bwrap = host_program("bwrap")
@@ -56,6 +56,19 @@ def sandbox_checks(cli_needs=None, *, cli: str | None = None, config=None, works
         checks.append(_smoke_test(cli_needs, cli, config, workspace))
         checks.append(_caches_check())
     return checks
+
+
+def _backend_check(config=None) -> dict:
+    """Which Linux backend a sandbox starts with, and why bwrap is not used when it is not (backend_choice)."""
+    from gtd.sandbox.linux.backend_choice import status
+
+    found = status(getattr(getattr(config, "sandbox", None), "backend", "auto"))
+    if found["backend"] == "bwrap":
+        return _check("sandbox backend", True, f"bubblewrap ({found['reason']})")
+    check = _check("sandbox backend", True, f"Landlock + seccomp, no namespaces: {found['reason']}. Weaker than "
+                   "bubblewrap: " + "; ".join(found["weaker"]))
+    check["required"] = False
+    return check
 
 
 def _caches_check() -> dict:
@@ -134,7 +147,8 @@ def _smoke_test(cli_needs=None, cli: str | None = None, config=None, workspace: 
             with open_sandbox(policy) as session:
                 result = session.run(["true"], cwd=policy.workspace, timeout=30)
             ok = result.returncode == 0
-            detail = (f"sandboxed `true` ran at readwrite{with_cli} (namespaces, seccomp, proxy, DNS)" if ok
+            layers = "Landlock, seccomp, proxy" if session.backend.name == "landlock" else "namespaces, seccomp, proxy, DNS"
+            detail = (f"sandboxed `true` ran at readwrite{with_cli} ({layers})" if ok
                       else f"sandboxed `true` exited {result.returncode}: {result.stderr.decode(errors='replace').strip()}")
             return _check("sandbox start", ok, detail, "see the detail above; bwrap needs user and network namespaces")
         except SandboxUnavailable as exc:

@@ -11,6 +11,10 @@ def explained(policy) -> dict:
     if "limits" in data:
         data["limits"]["enforcedBy"] = _limits_enforced_by(policy)
     data["landlock"] = _landlock_status()
+    if data.get("sandboxed") and sys.platform.startswith("linux"):
+        from gtd.sandbox.linux.backend_choice import status
+
+        data["backend"] = status(policy.backend)  # docs/landlock-backend.md: what the Landlock backend refuses less well
     return data
 
 

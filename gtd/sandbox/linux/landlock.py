@@ -22,8 +22,13 @@ import os
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 CREATE_RULESET_VERSION = 1
-RULE_PATH_BENEATH = 1
+RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
 PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE, READ_FILE, READ_DIR = 1 << 0, 1 << 2, 1 << 3
+READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR  # handled only by the Landlock backend (contain)
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
+SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 WRITE_FILE = 1 << 1
 REMOVE_DIR, REMOVE_FILE = 1 << 4, 1 << 5
@@ -49,6 +54,10 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class _NetPort(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
 _libc = None
 
 
@@ -72,29 +81,50 @@ def abi_version() -> int:
         return 0
 
 
-def restrict_writes(writable: list[str], abi: int) -> None:
+def restrict_writes(writable: list[str], abi: int, *, reads: list[str] | None = None,
+                    connect: list[int] = ()) -> None:
     """Allow writes only beneath `writable` (directories) and to `writable` (files), for this process
     and everything it starts. A path that does not exist is skipped. Raises OSError when the kernel
-    refuses (the caller fails closed)."""
-    handled = write_rights(abi)
-    attr = ctypes.c_uint64(handled)  # struct landlock_ruleset_attr's first field; older size is accepted
-    ruleset = _syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    refuses (the caller fails closed).
+
+    `reads` (the Landlock backend, launch.py --contain): reads and execution too are allowed only beneath
+    `reads` and `writable`; TCP connect (ABI 4+) only to the `connect` ports, TCP bind to none; signals
+    and abstract unix sockets (ABI 6+) reach only processes inside this sandbox."""
+    contain = reads is not None
+    writes = write_rights(abi)
+    read = READ_RIGHTS if contain else 0
+    fields = [writes | read]
+    if contain and abi >= 4:
+        fields.append(NET_BIND_TCP | NET_CONNECT_TCP)
+    if contain and abi >= 6:
+        fields.append(SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL)
+    attr = (ctypes.c_uint64 * len(fields))(*fields)  # struct landlock_ruleset_attr; an older size is accepted
+    ruleset = _syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8 * len(fields)), ctypes.c_uint32(0))
     try:
-        for path in writable:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
-                rule = _PathBeneath(handled if is_dir else handled & FILE_RIGHTS, fd)
-                _syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0))
-            finally:
-                os.close(fd)
+        for paths, rights in ((writable, writes | read), (reads or [], read)):
+            for path in paths:
+                _add_path(ruleset, path, rights)
+        if len(fields) > 1:
+            for port in connect:
+                rule = _NetPort(NET_CONNECT_TCP, port)
+                _syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), ctypes.byref(rule), ctypes.c_uint32(0))
         _prctl_no_new_privs()
         _syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
+
+
+def _add_path(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+        rule = _PathBeneath(rights if is_dir else rights & (FILE_RIGHTS | READ_FILE | EXECUTE), fd)
+        _syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_uint32(0))
+    finally:
+        os.close(fd)
 
 
 def _prctl_no_new_privs() -> None:

@@ -2,7 +2,8 @@
 from inside, then exec the command (same pid, same environment).
 
     python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
-                           [--watch-socket FD --watch-filter FD] -- CMD ARG...
+        [--watch-socket FD --watch-filter FD]
+        [--contain 1 --read PATH ... --connect PORT ... --seccomp FD --block FD] -- CMD ARG...
 
 - Landlock (sandbox/linux/landlock.py): only after bubblewrap has mounted everything, since a restricted
   process may not mount. The terminal the command inherited (if any) stays writable through
@@ -16,6 +17,9 @@ from inside, then exec the command (same pid, same environment).
 
 - The write watch (sandbox/linux/write_watch.py): a notifying seccomp filter, installed last, its listener
   sent to gtd; the command never holds it. Reporting only: failing to install it is not fatal.
+- --contain: the Landlock backend, where no bubblewrap and no namespace holds the command (launch.c's
+  header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp,
+  and the launcher staying the command's parent and subreaper, as a PID namespace's init would).
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -30,13 +34,16 @@ FAILED = 126
 
 
 def _parse(argv):
-    opts = {"write": [], "landlock": 0, "nproc": 0, "data": 0, "watch-socket": 0, "watch-filter": 0}
+    opts = {"write": [], "read": [], "connect": [], "landlock": 0, "nproc": 0, "data": 0, "contain": 0,
+            "seccomp": None, "block": None, "watch-socket": 0, "watch-filter": 0}
     i = 0
     while i < len(argv) and argv[i] != "--":
         key = argv[i][2:]
         value = argv[i + 1]
-        if key == "write":
-            opts["write"].append(value)
+        if key in ("write", "read"):
+            opts[key].append(value)
+        elif key == "connect":
+            opts[key].append(int(value))
         else:
             opts[key] = int(value)
         i += 2
@@ -79,6 +86,20 @@ def main(argv):
         sys.stderr.write("gtd sandbox launcher: no command\n")
         return FAILED
     try:
+        if opts["contain"] or opts["seccomp"] is not None:
+            sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+            from gtd.sandbox.linux import contain
+        parent = os.getppid()
+        if opts["contain"]:
+            if not opts["landlock"] or opts["seccomp"] is None:
+                raise ValueError("--contain needs --landlock and --seccomp")
+            contain.die_with_parent()
+        if opts["block"] is not None:  # gtd writes one byte once this process is in its cgroup
+            if os.read(opts["block"], 1) != b"1":
+                return FAILED
+            os.close(opts["block"])
+        if opts["contain"] and os.getppid() == 1:
+            return FAILED  # gtd died before the parent-death signal was set
         if opts["nproc"]:
             resource.setrlimit(resource.RLIMIT_NPROC, (opts["nproc"], opts["nproc"]))
         if opts["data"]:
@@ -87,7 +108,14 @@ def main(argv):
             sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
             from gtd.sandbox.linux.landlock import restrict_writes
 
-            restrict_writes(opts["write"] + _terminals(), opts["landlock"])
+            restrict_writes(opts["write"] + _terminals(), opts["landlock"],
+                            reads=opts["read"] if opts["contain"] else None, connect=opts["connect"])
+        if opts["contain"]:
+            contain.drop_capabilities()
+        if opts["seccomp"] is not None:
+            contain.load_seccomp(opts["seccomp"])
+        if opts["contain"]:
+            return contain.supervise(command, parent)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")

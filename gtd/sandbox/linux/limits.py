@@ -228,6 +228,32 @@ class CgroupLimit:
                 except OSError:
                     pass
 
+    def kill(self, wait: float = 5.0) -> None:
+        """SIGKILL everything still in the cgroup (the Landlock backend: no PID namespace takes it away),
+        then wait up to `wait` seconds until it is empty (nothing inside writes while the tree is checked)."""
+        import signal
+        import time
+
+        for path in self.dirs:
+            try:
+                (path / "cgroup.kill").write_text("1")  # cgroup v2, Linux 5.14+
+                continue
+            except OSError:
+                pass
+            try:
+                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + wait
+        for path in self.dirs:
+            while _read(path / "cgroup.procs").strip() and time.monotonic() < deadline:
+                time.sleep(0.01)
+
     def hits(self) -> list[tuple[str, str]]:
         """(setting, what happened) for each limit the command ran into, read before remove()."""
         found = []

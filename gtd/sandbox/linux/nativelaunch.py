@@ -52,6 +52,14 @@ def launcher_bytes(*, build: bool = True) -> bytes | None:
     return _read(built) if built else None
 
 
+def launcher_path(*, build: bool = True) -> Path | None:
+    """The built launcher's file (the Landlock backend executes it where it is: it has no mounts), or None."""
+    if launcher_bytes(build=build) is None:
+        return None
+    name = binary_name()
+    return next((where / name for where in locations() if _read(where / name) is not None), None)
+
+
 def _read(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()

@@ -18,6 +18,11 @@ Why each rule:
   path keeps its bit on the host, where anyone who runs it gets the sandbox user's (or root's) identity.
   openat2 passes its mode in a struct the filter cannot read: ENOSYS, so libc falls back to openat.
 The filter is exported as BPF bytes once per session and handed to bwrap on `--seccomp FD`.
+
+The Landlock backend (no network namespace: linux/landlock_backend.py) adds `contained_sockets`: an
+INET/INET6 socket must be a plain TCP stream (type SOCK_STREAM, protocol 0 or IPPROTO_TCP), since
+Landlock's network rules cover TCP only: UDP, raw, SCTP and MPTCP sockets are refused at socket(),
+and TCP Fast Open's connect-by-sendto (MSG_FASTOPEN) too, so every connection goes through connect().
 """
 
 from __future__ import annotations
@@ -81,7 +86,15 @@ CREATING_FLAGS = (os.O_CREAT, 0x400000)  # O_CREAT, __O_TMPFILE (O_TMPFILE witho
 UNIFIED_NUMBERS = {"fchmodat2": 452}  # syscalls added after the per-arch tables were unified (Linux 5.x+)
 
 
-def compile_filter() -> bytes:
+SOCK_STREAM = 1
+SOCK_TYPE_MASK = 0xF  # SOCK_NONBLOCK / SOCK_CLOEXEC live above it
+TCP_PROTOCOLS = (0, 6)  # the default for a stream, IPPROTO_TCP
+MSG_FASTOPEN = 0x20000000
+# (syscall, index of its flags argument)
+SEND_CALLS = (("sendto", 3), ("sendmsg", 2), ("sendmmsg", 3))
+
+
+def compile_filter(contained_sockets: bool = False) -> bytes:
     """The BPF program (raw `struct sock_filter` array) for the current architecture."""
     import pyseccomp as sc  # ctypes over libseccomp; imported here so the CLI's other paths skip it
 
@@ -108,6 +121,8 @@ def compile_filter() -> bytes:
     for request in (TIOCSTI, TIOCLINUX):
         f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
     _refuse_setid_modes(f, sc, eperm)
+    if contained_sockets:
+        _tcp_streams_only(f, sc, eperm)
     with os.fdopen(os.memfd_create("gtd-seccomp"), "w+b") as out:
         f.export_bpf(out)
         out.seek(0)
@@ -123,6 +138,19 @@ def _refuse_setid_modes(f, sc, eperm) -> None:
             for flag in CREATING_FLAGS:
                 _add(f, eperm, name, sc.Arg(flags_arg, sc.MASKED_EQ, flag, flag), sc.Arg(mode_arg, sc.MASKED_EQ, bit, bit))
     _add(f, sc.ERRNO(errno.ENOSYS), "openat2")
+
+
+def _tcp_streams_only(f, sc, eperm) -> None:
+    """EPERM for an INET/INET6 socket that is not a TCP stream, and for MSG_FASTOPEN (module docstring)."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        for kind in range(SOCK_TYPE_MASK + 1):
+            if kind != SOCK_STREAM:
+                f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, family), sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, kind))
+        for protocol in range(1, max(TCP_PROTOCOLS)):
+            f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, family), sc.Arg(2, sc.EQ, protocol))
+        f.add_rule(eperm, "socket", sc.Arg(0, sc.EQ, family), sc.Arg(2, sc.GT, max(TCP_PROTOCOLS)))
+    for name, flags_arg in SEND_CALLS:
+        _add(f, eperm, name, sc.Arg(flags_arg, sc.MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN))
 
 
 def _add(f, action, name: str, *args) -> None:
@@ -154,19 +182,20 @@ def filter_fd(program: bytes) -> int:
     return data_fd(program)
 
 
-def cached_filter() -> bytes:
+def cached_filter(contained_sockets: bool = False) -> bytes:
     """compile_filter(), remembered in gtd's state directory (which the sandbox cannot write).
 
     Loading libseccomp through ctypes costs more than the rest of a sandbox start, while the program
     (about 1 KB) is fixed by this module's rules, the bindings' code and the CPU architecture: those
     key the cache, so a change to any of them compiles afresh. A damaged entry is compiled again."""
-    return cached_program(__file__, compile_filter, valid=lambda program: len(program) % 8 == 0)
+    return cached_program(__file__, lambda: compile_filter(contained_sockets),
+                          valid=lambda program: len(program) % 8 == 0, variant=f"contained={contained_sockets}")
 
 
-def cached_program(source: str, compile, valid) -> bytes:
+def cached_program(source: str, compile, valid, variant: str = "") -> bytes:
     """`compile()`'s bytes, remembered in gtd's state directory keyed by `source` (the module that holds
     the rules), the bindings' code and the CPU architecture (cached_filter's reasons); `valid` checks
-    a remembered entry."""
+    a remembered entry; `variant` tells apart programs one module compiles several ways."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -178,7 +207,7 @@ def cached_program(source: str, compile, valid) -> bytes:
     spec = importlib.util.find_spec("pyseccomp")
     if spec is not None and spec.origin:
         key.update(Path(spec.origin).read_bytes())
-    key.update(f"{os.uname().machine} {sys.maxsize} {sys.byteorder}".encode())
+    key.update(f"{os.uname().machine} {sys.maxsize} {sys.byteorder} {variant}".encode())
     path = user_state_dir() / "cache" / "seccomp" / f"{key.hexdigest()}.bpf"
     try:
         program = path.read_bytes()

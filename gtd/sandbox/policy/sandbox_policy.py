@@ -68,6 +68,7 @@ class SandboxPolicy:
     # (rule, origin) for model hosts named by the person's own CLI config (providers/cli_models.py).
     model_host_origins: tuple[tuple[str, str], ...] = ()
     enabled: bool = True
+    backend: str = "auto"  # Linux: sandbox.backend (linux/backend_choice.py)
     phase: Phase | None = None
     home: Path = field(default_factory=Path.home)
     # Read-only roots the command needs to run (gtd's Python and package, tool dirs on PATH):
@@ -345,6 +346,7 @@ def build_policy(
         env_passthrough=_unique([*needs.env_passthrough, *(k for k in LOCATION_VARS if k in os.environ),
                                  *(k for k in config.sandbox.pass_env if k in os.environ)]),
         enabled=config.sandbox.enabled,
+        backend=getattr(config.sandbox, "backend", "auto"),
         phase=phase,
         home=home,
         runtime_roots=runtime_roots(),

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from gtd.config.schema import Level
+from gtd.config.schema import GtdConfig, Level
 from gtd.errors import SandboxUnavailable
 from gtd.sandbox.diagnose import doctor
 from gtd.sandbox.linux import userns
 from gtd.sandbox.linux.bwrap_backend import _probe_bwrap
 
 from sandbox_support import requires_bwrap
+
+
+# These are the bwrap backend's messages: under `sandbox.backend: auto` the same refusals pick the Landlock
+# backend instead (test_auto_takes_the_landlock_backend_where_the_count_refuses_namespaces).
+BWRAP = GtdConfig.model_validate({"sandbox": {"backend": "bwrap"}})
 
 
 def _sysctl(tmp_path, monkeypatch, name: str, value: str) -> None:
@@ -24,7 +29,7 @@ def _sysctl(tmp_path, monkeypatch, name: str, value: str) -> None:
 def test_a_zero_namespace_count_stops_the_start_with_the_sysctl_that_allows_them(tmp_path, monkeypatch, sandbox):
     _sysctl(tmp_path, monkeypatch, "COUNT", "0")
     with pytest.raises(SandboxUnavailable) as refused:
-        sandbox(Level.READWRITE)
+        sandbox(Level.READWRITE, config=BWRAP)
     assert "user.max_user_namespaces = 0" in str(refused.value) and userns.COUNT_FIX in str(refused.value)
     assert "gtd doctor" in str(refused.value)
     _sysctl(tmp_path, monkeypatch, "COUNT", "15000")
@@ -56,7 +61,7 @@ def test_debians_switch_stops_a_non_root_users_start_with_the_sysctl_that_allows
     _sysctl(tmp_path, monkeypatch, "CLONE", "0")
     monkeypatch.setattr(userns.os, "geteuid", lambda: 1000)
     with pytest.raises(SandboxUnavailable) as refused:
-        sandbox(Level.READWRITE)
+        sandbox(Level.READWRITE, config=BWRAP)
     assert "kernel.unprivileged_userns_clone = 0" in str(refused.value) and userns.CLONE_FIX in str(refused.value)
     row = next(c for c in doctor.sandbox_checks() if c["name"] == "unprivileged user namespaces")
     assert not row["ok"] and row["fix"] == userns.CLONE_FIX, row
@@ -65,3 +70,17 @@ def test_debians_switch_stops_a_non_root_users_start_with_the_sysctl_that_allows
     _sysctl(tmp_path, monkeypatch, "CLONE", "1")
     monkeypatch.setattr(userns.os, "geteuid", lambda: 1000)
     assert userns.refusal() is None
+
+
+@requires_bwrap
+def test_auto_takes_the_landlock_backend_where_the_count_refuses_namespaces(tmp_path, monkeypatch, sandbox):
+    from gtd.sandbox.linux.landlock import abi_version
+
+    if abi_version() < 4:
+        pytest.skip("the Landlock backend needs Landlock ABI 4")
+    _sysctl(tmp_path, monkeypatch, "COUNT", "0")
+    session = sandbox(Level.READWRITE)
+    assert session.backend.name == "landlock" and "user.max_user_namespaces = 0" in session.backend.reason
+    assert session.run(["true"], cwd=tmp_path).returncode == 0
+    _sysctl(tmp_path, monkeypatch, "COUNT", "15000")
+    assert sandbox(Level.READWRITE).backend.name == "bwrap"  # bwrap again where it can start

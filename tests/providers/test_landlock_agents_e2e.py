@@ -1,0 +1,46 @@
+"""`gtd build` with each real agent CLI (claude, opencode, pi) against the fake model server, where
+namespaces are refused (tests/sandbox/linux/no_userns.py, as Docker's default seccomp profile does): the
+Landlock backend runs the agent, the build step lands, and a secret and a git hook stay out of reach."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakemodel.server import say, shell
+from gtd.sandbox.linux.landlock import abi_version
+from support import explain, git
+
+pytestmark = [pytest.mark.e2e, pytest.mark.landlock,
+              pytest.mark.skipif(abi_version() < 4, reason="the Landlock backend needs Landlock ABI 4 (Linux 6.7+)")]
+
+HARNESS = Path(__file__).resolve().parent.parent / "sandbox" / "linux" / "no_userns.py"
+ITEM = "Write docs/hello.txt saying hi"
+PLAN = f"# Hello\n\n## Action items\n- [ ] {ITEM}\n  - Tests: `cat docs/hello.txt`\n\n## Open questions\n\n## Learnings\n"
+
+
+def test_build_step_lands_under_the_landlock_backend(agent, repo, fake_model, isolated_home):
+    (repo / "docs").mkdir()
+    (repo / "docs/.keep").write_text("")
+    (repo / ".gtdrc.json").write_text(json.dumps({"testCommand": "cat docs/hello.txt", "testRetries": 1, "baselineTests": "build",
+                                                  "timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    (repo / "TODO.md").write_text(PLAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "📝 plan: Hello")
+    (isolated_home / ".ssh").mkdir(exist_ok=True)
+    (isolated_home / ".ssh/id_ed25519").write_text("SECRET-KEY\n")
+    fake_model.script([shell(f"cat {isolated_home}/.ssh/id_ed25519; echo pwned > .git/hooks/pre-commit; "
+                             "echo hi > docs/hello.txt"), say("Wrote docs/hello.txt.")])
+    args = ["build", "--provider", agent.name] + (["--model", agent.model] if agent.model else [])
+    result = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", *args], cwd=repo,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert result.returncode == 0, explain(result)
+    assert "Landlock backend" in result.stderr, explain(result)
+    assert git(repo, "log", "--format=%s").splitlines()[0] == f"🔨 build: {ITEM}"
+    assert git(repo, "show", "HEAD:docs/hello.txt") == "hi\n"
+    assert not (repo / ".git/hooks/pre-commit").exists()
+    assert "SECRET-KEY" not in json.dumps([r.body for r in fake_model.main_requests()])
