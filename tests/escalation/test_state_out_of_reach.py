@@ -40,4 +40,11 @@ def test_sandboxed_commands_cannot_write_gtd_state_or_config(repo, level):
     assert {path: path.read_bytes() for path in targets[1:]} == {path: before[path] for path in targets[1:]}
     log = audit.path.read_bytes()  # gtd itself (outside the sandbox) appended its own entries; nobody else did
     assert log.startswith(before[audit.path]) and b"enabled" not in log
-    assert [e["event"] for e in audit.read()] == ["run", "sandbox_run"]
+    events = audit.read()
+    assert [e["event"] for e in events[:2]] == ["run", "sandbox_run"]
+    # Each attempt was refused and, though the script silenced it, gtd saw and audited it
+    # (gtd/sandbox/linux/write_watch.py): only gtd's own entries, and a violation per refused write.
+    refused = {e["target"] for e in events[2:] if e["event"] == "violation" and e["kind"] == "write"}
+    assert all(e["event"] == "violation" for e in events[2:]), events
+    assert refused <= {str(p) for p in targets} | {str(p) + ".lock" for p in targets}, refused
+    assert str(PendingStore(repo).path) in refused and str(user_config_file()) in refused, refused
