@@ -92,6 +92,7 @@ def _run_in_sandbox(command: list[str], phase: Phase | None, level: Level | None
     from gtd.sandbox.session import open_sandbox
 
     policy = policy_for(phase, level, directory, loaded=loaded)
+    _refuse_shared_workspace(policy, loaded)
     escalator = _escalator(policy, phase, non_interactive)
     if policy.unrestricted:
         why = "sandbox.enabled is false" if not policy.enabled else "level full was requested"
@@ -180,6 +181,29 @@ def _show_hints(policy, stderr_text: str, escalator) -> None:
         write(hint + "\n", stream=sys.stderr)
     if told and escalator:
         escalator.audit.record("hint", hints=told)
+
+
+def shared_directories() -> set[str]:
+    """Directories other programs write into at any time: the root, HOME and the system's temp dirs."""
+    import tempfile
+
+    places = {"/", "/tmp", "/var/tmp", "/dev/shm", tempfile.gettempdir(), os.path.expanduser("~")}
+    return {os.path.realpath(p) for p in places if p}
+
+
+def _refuse_shared_workspace(policy, loaded) -> None:
+    """Outside a repository the current directory is the workspace. Where other programs write too (/tmp,
+    HOME), a writable workspace would let the command's run take their work for its own: every `.git` they
+    create meanwhile is quarantined as planted (gitguard), and their files are the command's to change."""
+    if loaded.repo_root is not None or policy.unrestricted or not policy.git_state or not policy.git_state.walked:
+        return
+    if os.path.realpath(policy.workspace) in shared_directories():
+        from gtd.errors import GtdError
+        from gtd.exitcodes import ExitCode
+
+        raise GtdError(f"gtd sandbox run: {policy.workspace} is shared with other programs, and the command could "
+                       "write in it at this level (and gtd would take what other programs make there meanwhile for the "
+                       "command's): cd into a project directory, or pass -C DIR", exit_code=ExitCode.USAGE)
 
 
 def _report_refused_writes(policy, cwd: Path, stderr_text: str, session) -> None:

@@ -179,3 +179,22 @@ def test_refused_writes_of_a_command_that_exits_0_are_shown_and_audited(repo):
     refused = [e["target"] for e in AuditLog(repo).read() if e["event"] == "violation"]
     assert refused == [home_file, "/etc/x"]
     assert not os.path.exists(home_file)
+
+
+@requires_bwrap
+@pytest.mark.parametrize("where", ["home", "tmp"])
+def test_a_writable_run_outside_a_repository_in_a_shared_directory_is_refused(where, home, tmp_path):
+    # Outside a repository the current directory is the workspace: in /tmp or HOME other programs create
+    # repositories meanwhile, and the run's git guard would quarantine their `.git` as planted by the command.
+    import tempfile
+
+    shared = home if where == "home" else tempfile.gettempdir()
+    marker = tmp_path / "ran"
+    r = gtd_sandbox("run", "--level", "readwrite", "--", "touch", str(marker), cwd=shared)
+    assert r.returncode == 2, r.stderr
+    assert "is shared with other programs" in r.stderr and "cd into a project directory" in r.stderr
+    assert not marker.exists()
+    project = tmp_path / "project"  # a directory of its own, repository or not, runs
+    project.mkdir()
+    assert gtd_sandbox("run", "--level", "readwrite", "--", "true", cwd=project).returncode == 0
+    assert gtd_sandbox("run", "-C", str(project), "--level", "readwrite", "--", "true", cwd=shared).returncode == 0
