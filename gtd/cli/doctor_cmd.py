@@ -93,7 +93,13 @@ def _needs_of(provider, workspace):
         from gtd.config.levels import Phase
         from gtd.providers.base import AgentRequest
 
-        provider.command(AgentRequest(phase=Phase.BUILD, prompt="", cwd=scratch))
+        found = provider.sandbox_needs(workspace)
+        gateway = {}
+        if sys.platform.startswith("linux"):  # as a run's: a subscription login is refreshed on the host
+            from gtd.sandbox.network.credential_gateway import gateway_url
+
+            gateway = {route.name: gateway_url(route.name) for route in found.model_routes}
+        provider.command(AgentRequest(phase=Phase.BUILD, prompt="", cwd=scratch, gateway=gateway))
         return provider.sandbox_needs(workspace)
 
     return needs

@@ -37,6 +37,7 @@ class ClaudeLogin:
     def __init__(self, source: Path, target: Path):
         self.source, self.target = source, target
         self._lock = threading.Lock()
+        self.last: str | None = None  # the token last put in (the gateway scrubs it from what comes back)
 
     # -- the host's side ----------------------------------------------------------------------
     def _read(self) -> dict:
@@ -63,6 +64,7 @@ class ClaudeLogin:
             token = oauth.get("accessToken")
             if not isinstance(token, str) or not token:
                 raise GtdError("your Claude login has no access token: log in again with `claude` and /login")
+            self.last = token
             return token
 
     def _refresh(self, data: dict) -> dict:

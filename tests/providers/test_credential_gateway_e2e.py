@@ -221,19 +221,21 @@ def test_gtd_sandbox_run_env_shows_no_key(keyed, repo, isolated_home):
     assert not [p for p in audit if REAL.encode() in p.read_bytes()]
 
 
-def test_a_placeholder_sent_to_the_wrong_api_is_refused_and_reported(agent, repo, isolated_home, fake_model,
+@pytest.mark.parametrize("cli", ["opencode", "pi"])  # claude is given no OpenAI key: it has one route
+def test_a_placeholder_sent_to_the_wrong_api_is_refused_and_reported(cli, repo, isolated_home, fake_model,
                                                                       monkeypatch):
     """The OpenAI key's placeholder sent to the gateway's Anthropic route: refused, shown and audited as an
     exfiltration attempt, and nothing reaches the model API."""
+    from agents import point_at, require_cli
     from gtd import paths
     from support import explain, run_gtd
 
-    if agent.name == "claude":
-        pytest.skip("claude is given no OpenAI key")
+    require_cli(cli, monkeypatch)
+    point_at(fake_model, monkeypatch)
     monkeypatch.setenv("ANTHROPIC_API_KEY", REAL)
     monkeypatch.setenv("OPENAI_API_KEY", REAL + "-openai")
     paths.user_config_dir().mkdir(parents=True, exist_ok=True)
-    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": agent.name}))
+    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": cli}))
     result = run_gtd("sandbox", "run", "--level", "readwrite", "--", "sh", "-c",
                      'curl -s -H "x-api-key: $OPENAI_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"', cwd=repo)
     assert result.returncode == 0, explain(result)

@@ -169,6 +169,7 @@ def test_doctor_probes_with_the_chosen_clis_start(claude_agent, repo, isolated_h
     import json as _json
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("GTD_CLAUDE_TOKEN_URL", "http://127.0.0.1:9/v1/oauth/token")  # gtd's refresh: nothing answers
     claude_login(isolated_home)
     rows = {c["name"]: c for c in _json.loads(run_gtd("doctor", "--json", cwd=repo)
                                               .stdout)["checks"]}

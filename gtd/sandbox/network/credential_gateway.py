@@ -117,7 +117,8 @@ class CredentialGateway:
 
     def scrub(self, text: str) -> str:
         """`text` with every real key replaced by a mark (an upstream error that echoes the key)."""
-        for secret in self._secrets:
+        logins = (getattr(r.login, "last", None) for r in self.routes.values() if r.login is not None)
+        for secret in (*self._secrets, *(t for t in logins if t)):
             if secret and secret in text:
                 text = text.replace(secret, "[model API key removed by gtd]")
         return text

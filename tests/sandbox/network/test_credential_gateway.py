@@ -36,7 +36,8 @@ class Upstream:
                 outer.got.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                   "body": body.decode()})
                 if self.path.endswith("/echo-error"):
-                    payload = json.dumps({"error": f"invalid x-api-key {self.headers.get('x-api-key')}"}).encode()
+                    payload = json.dumps({"error": f"invalid x-api-key {self.headers.get('x-api-key')} or "
+                                                   f"{self.headers.get('authorization')}"}).encode()
                     self.send_response(401)
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
@@ -160,3 +161,31 @@ def test_a_placeholder_never_equals_or_holds_the_key():
         value = make_placeholder(real)
         assert value != real and (not real or real not in value[len("gtd-placeholder-"):])
     assert make_placeholder() != make_placeholder()
+
+
+class FakeLogin:
+    name = "a subscription login"
+
+    def __init__(self):
+        self.last = None
+
+    def token(self):
+        self.last = "sk-ant-oat01-real-login-token-zzzz"
+        return self.last
+
+
+def test_a_login_token_goes_in_as_bearer_and_is_scrubbed_from_errors(upstream):
+    login = FakeLogin()
+    gw = CredentialGateway([GatewayRoute("anthropic", upstream.url, (), login=login)], environ={})
+    listener = socket.create_server(("127.0.0.1", 0))
+    gw.serve(listener)
+    gw.port = listener.getsockname()[1]
+    try:
+        placeholder = gw.login_placeholders["anthropic"]
+        answer = read_all(send(gw, "/anthropic/echo-error", {"Authorization": f"Bearer {placeholder}"}))
+    finally:
+        gw.stop_serving(listener)
+        listener.close()
+    assert upstream.got[0]["headers"]["authorization"] == "Bearer sk-ant-oat01-real-login-token-zzzz"
+    assert answer.startswith(b"HTTP/1.1 401") and b"real-login-token" not in answer and b"removed by gtd" in answer
+    assert gw.find_placeholder(placeholder) == "a subscription login"
