@@ -95,6 +95,10 @@ class SandboxConfig(ConfigModel):
         "auto", description="Linux: `bwrap` (namespaces: the strongest), `landlock` (Landlock + seccomp, no namespaces: "
         "for containers and hosts that refuse user namespaces; weaker, see docs/landlock-backend.md) or `auto`: bwrap "
         "where it can create its namespaces, else landlock. From your user config or a trusted project file only.")
+    claude_login: Literal["gateway", "inside"] = Field(
+        "gateway", description="claude's subscription login: `gateway` keeps it on the host (claude gets a placeholder "
+        "login file, gtd's model gateway puts the real token in; docs/credential-gateway.md), `inside` binds your "
+        "login read-only into claude's config dir as before, for a claude that will not run on the placeholder.")
     phases: PhaseLevels = Field(default_factory=PhaseLevels)
     levels: LevelsRules = Field(default_factory=LevelsRules)
     limits: ResourceLimitsConfig = Field(default_factory=ResourceLimitsConfig)

@@ -143,6 +143,8 @@ def loosening_entries(values: dict[str, Any]) -> list[str]:
         found.append(entry("sandbox.escalationPolicy", "auto"))
     if sandbox.get("backend") == "landlock":  # the weaker backend where bwrap works (docs/landlock-backend.md)
         found.append(entry("sandbox.backend", "landlock"))
+    if sandbox.get("claudeLogin") == "inside":  # the person's claude login readable inside the sandbox
+        found.append(entry("sandbox.claudeLogin", "inside"))
     found += [entry("sandbox.reviewer.rules", rule) for rule in _reviewer_rules(sandbox)]
     return _choices(values) + found
 
@@ -247,6 +249,8 @@ def without_loosening(values: dict[str, Any], keep: set[str] = frozenset()) -> d
         del sandbox["escalationPolicy"]
     if sandbox.get("backend") == "landlock" and entry("sandbox.backend", "landlock") not in keep:
         del sandbox["backend"]
+    if sandbox.get("claudeLogin") == "inside" and entry("sandbox.claudeLogin", "inside") not in keep:
+        del sandbox["claudeLogin"]
     if _reviewer_rules(sandbox):
         sandbox["reviewer"]["rules"] = [rule for rule in sandbox["reviewer"]["rules"]
                                         if entry("sandbox.reviewer.rules", rule) in keep]

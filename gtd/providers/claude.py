@@ -37,11 +37,20 @@ PROTECTED_NAMES = ("settings.json", "settings.local.json", ".claude.json", "CLAU
 
 class ClaudeProvider(Provider):
     name = "claude"
-    login_hint = ("run `claude` once on this machine and log in with /login (gtd reuses that login), or set "
-                  "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for another endpoint)")
     executable = "claude"
     forbidden_tools = CLAUDE_INTERACTIVE
     answers_without_tools = True
+
+    @property
+    def login_hint(self) -> str:
+        hint = ("run `claude` once on this machine and log in with /login (gtd reuses that login), or set "
+                "ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for another endpoint)")
+        if not self.login_inside and subscription_login() is not None and not _api_key_set():
+            hint += ("; if `claude` works outside gtd, this claude may not accept gtd's placeholder login: set "
+                     "sandbox.claudeLogin to \"inside\" in your user config (docs/credential-gateway.md)")
+        return hint
+
+    login_inside = False  # sandbox.claudeLogin `inside`: the subscription login bound in read-only (issue 21's way)
 
     def __init__(self, config_dir: Path | None = None):
         self._dirs = AgentDirs("claude", config_dir)  # the project's own (agent_dirs.py)
@@ -55,6 +64,7 @@ class ClaudeProvider(Provider):
         reviewer = ClaudeProvider()
         reviewer._dirs = self._dirs.reviewer()
         reviewer.models = self.models
+        reviewer.login_inside = self.login_inside
         return reviewer
 
     def sandbox_needs(self, workspace: Path | None = None) -> SandboxNeeds:
@@ -74,6 +84,10 @@ class ClaudeProvider(Provider):
             # The real login stays on the host: claude gets a placeholder file, the gateway the real token.
             stand_in = ClaudeLogin(login, self.config_dir / LOGIN_NAME)
         needs.model_routes = [anthropic_route(login=stand_in)]
+        if stand_in is not None and self.login_inside:  # sandbox.claudeLogin `inside`: the login itself, read-only
+            needs.login_files[self.config_dir / LOGIN_NAME] = (login, f"claude's subscription login ({login}), "
+                                                                      "sandbox.claudeLogin: inside")
+            needs.model_routes = []
         if login is not None:
             if not _api_key_set():  # the login is what claude uses: it asks Anthropic's API about its account
                 account = host_port(ANTHROPIC_DEFAULT)

@@ -30,6 +30,9 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
                "is made" if cloud.startswith("Bedrock") else
                "Vertex's SDK mints its access tokens from the Google credential file itself")
         held.append(f"{cloud} credentials ({how})")
+    for target, (_source, why) in needs.login_files.items():
+        if "sandbox.claudeLogin" in why:
+            held.append(f"{why}: readable inside at {target}")
     for var in needs.env_passthrough:
         if os.environ.get(var) and var not in routed and var not in needs.env_origins and _is_key(var):
             held.append(f"{var} (no gateway route for its provider)")
@@ -42,7 +45,9 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
         detail = "still reach the agent CLI: " + "; ".join(held)
         if behind:
             detail += ". Behind gtd's gateway: " + "; ".join(behind)
-        return _row(False, detail, "see docs/credential-gateway.md#what-is-not-covered")
+        fix = ("set sandbox.claudeLogin back to \"gateway\" (the default) in your user config"
+               if any("sandbox.claudeLogin" in h for h in held) else "see docs/credential-gateway.md#what-is-not-covered")
+        return _row(False, detail, fix)
     if not behind:
         return _row(True, "no model credential found in the environment or a login (the CLI may fail to log in)")
     return _row(True, "the agent CLI holds placeholders only; behind gtd's gateway: " + "; ".join(behind))

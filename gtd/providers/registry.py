@@ -41,6 +41,9 @@ def _make(name: str, config: GtdConfig) -> Provider:
         return _load(name)(config.script)
     provider = _load(name)()
     provider.models = phase_models(config)
+    sandbox = getattr(config, "sandbox", None)
+    if name == "claude" and getattr(sandbox, "claude_login", "gateway") == "inside":
+        provider.login_inside = True  # sandbox.claudeLogin: the login bound in, not kept on the host
     return provider
 
 

@@ -187,3 +187,13 @@ def test_an_agent_written_package_json_gtd_section_cannot_loosen_the_sandbox(rep
         escaped = tmp_path / "escaped"
         run_gtd("sandbox", "run", "--phase", "build", "--", "touch", str(escaped), cwd=repo, env=env)
         assert not escaped.exists()
+
+
+def test_a_claude_login_inside_from_a_project_file_counts_only_once_trusted(repo):
+    # A project file must not be able to put the person's claude login back into the agent's reach.
+    _write(repo, {"sandbox": {"claudeLogin": "inside"}})
+    assert loosening_entries({"sandbox": {"claudeLogin": "inside"}}) == ["sandbox.claudeLogin: inside"]
+    assert loosening_entries({"sandbox": {"claudeLogin": "gateway"}}) == []
+    assert _load(repo).config.sandbox.claude_login == "gateway"
+    TrustStore().trust(repo / ".gtdrc.json")
+    assert _load(repo).config.sandbox.claude_login == "inside"

@@ -143,8 +143,10 @@ def claude_login(home, *, expires_in: float = 8 * 3600):
     return path
 
 
-def run_claude(repo, isolated_home, steps, fake_model):
-    provider = _load("claude")()
+def run_claude(repo, isolated_home, steps, fake_model, **settings):
+    from gtd.providers.registry import get_provider
+
+    provider = get_provider("claude", GtdConfig.model_validate({"provider": "claude", **settings}))
     fake_model.script(steps)
     session = open_session(repo, provider, isolated_home)
     try:
@@ -166,6 +168,22 @@ def test_claude_subscription_login_stays_on_the_host(claude_agent, uncommitted_r
     assert "DUMP-DONE" in sent_back and "gtd-placeholder-" in sent_back and '\\"claudeAiOauth\\"' in sent_back
     assert OAUTH_TOKEN not in sent_back and "sk-ant-ort01-old" not in sent_back  # neither token went in
     assert OAUTH_TOKEN in login.read_text()  # the person's login is as it was
+
+
+def test_a_login_bound_inside_by_choice_reaches_claude_as_before(claude_agent, uncommitted_repo, fake_model,
+                                                                isolated_home, monkeypatch):
+    """sandbox.claudeLogin `inside` (for a claude that will not run on the placeholder): issue 21's way, the
+    person's login read-only in claude's config dir, no gateway for it."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    login = claude_login(isolated_home)
+    before = login.read_text()
+    result = run_claude(uncommitted_repo, isolated_home, [shell(DUMP + "; echo x >> ~/.claude/.credentials.json"),
+                                                          say("done")], fake_model, sandbox={"claudeLogin": "inside"})
+    assert result.ok, f"{result.error}\n{result.stderr[-3000:]}"
+    main = fake_model.main_requests()
+    assert main and {r.headers.get("authorization") for r in main} == {f"Bearer {OAUTH_TOKEN}"}
+    assert OAUTH_TOKEN in json.dumps([r.body for r in main])  # readable inside: the person chose so
+    assert login.read_text() == before  # and still never written
 
 
 def test_an_expired_login_is_refreshed_on_the_host(claude_agent, uncommitted_repo, fake_model, isolated_home,

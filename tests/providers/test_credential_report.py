@@ -9,11 +9,11 @@ from agents import require_cli
 from support import explain, run_gtd
 
 
-def credentials_row(repo, provider: str, env: dict) -> dict:
+def credentials_row(repo, provider: str, env: dict, **settings) -> dict:
     from gtd import paths
 
     paths.user_config_dir().mkdir(parents=True, exist_ok=True)
-    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": provider}))
+    (paths.user_config_dir() / "config.json").write_text(json.dumps({"provider": provider, **settings}))
     result = run_gtd("doctor", "--json", cwd=repo, env=env)
     rows = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert "model credentials" in rows, explain(result)
@@ -51,3 +51,14 @@ def test_a_subscription_login_is_a_placeholder_inside(repo, isolated_home, monke
     login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": 9999999999999}}))
     row = credentials_row(repo, "claude", {})
     assert row["ok"] and "claude's subscription login (a placeholder login file inside)" in row["detail"]
+
+
+def test_a_login_bound_inside_by_choice_is_named_with_the_way_back(repo, isolated_home, monkeypatch):
+    require_cli("claude", monkeypatch)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    login = isolated_home / ".claude" / ".credentials.json"
+    login.parent.mkdir(parents=True)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": 9999999999999}}))
+    row = credentials_row(repo, "claude", {}, sandbox={"claudeLogin": "inside"})
+    assert not row["ok"] and "sandbox.claudeLogin: inside" in row["detail"] and "readable inside" in row["detail"]
+    assert "claudeLogin back to" in row["fix"] and "sk-ant-oat01-x" not in json.dumps(row)
