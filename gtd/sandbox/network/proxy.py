@@ -19,6 +19,8 @@ from gtd.background import Background
 from gtd.digest import compare_digest
 from gtd.record import record
 from gtd.sandbox.network.addresses import forbidden_reason, private_reason
+from gtd.sandbox.network.proxy_wire import (basic_credentials, body_length, deny_tls, parse_headers, recv_exact,
+                                            reply, socks_reply)
 from gtd.sandbox.policy.domains import DomainRules, normalise_host, split_host_port, valid_host
 from gtd.sandbox.network.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
 
@@ -39,7 +41,6 @@ LOOPBACK_HINT = (
 HTTP_METHODS = (b"GET ", b"HEAD ", b"POST ", b"PUT ", b"DELETE ", b"PATCH ", b"OPTIONS ")
 BUFSIZE = 256 * 1024
 TLS_HANDSHAKE = b"\x16"  # a TLS record of type handshake: the ClientHello of a direct HTTPS connection
-TLS_ACCESS_DENIED = b"\x15\x03\x03\x00\x02\x02\x31"  # alert record: fatal (2), access_denied (49)
 PROXY_USER = "gtd"
 _PIP_USER = "gtd-pip"  # refusal_tls.PIP_USER, without importing it on every sandbox start
 
@@ -176,7 +177,7 @@ class FilteringProxy:
         except OSError:
             return
         if first[:1] == TLS_HANDSHAKE:
-            _deny_tls(conn)
+            deny_tls(conn)
             return
         if first.startswith(HTTP_METHODS):
             head = b""
@@ -189,7 +190,7 @@ class FilteringProxy:
             except OSError:
                 pass
             target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            _reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {reason}\n")
+            reply(conn, 403, "Forbidden", body=f"gtd sandbox: {target} refused: {reason}\n")
             conn.shutdown(socket.SHUT_WR)
 
     # -- policy ------------------------------------------------------------------------------
@@ -292,22 +293,22 @@ class FilteringProxy:
                 return None
             data += chunk
             if len(data) > MAX_HEADER:
-                _reply(conn, 431, "Request Header Fields Too Large")
+                reply(conn, 431, "Request Header Fields Too Large")
                 return None
         head, rest = data.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
         try:
             method, target, version = lines[0].split(" ", 2)
         except ValueError:
-            _reply(conn, 400, "Bad Request")
+            reply(conn, 400, "Bad Request")
             return None
-        headers = _parse_headers(lines[1:])
+        headers = parse_headers(lines[1:])
         if headers is None or "\n" in lines[0] or "\0" in lines[0]:
-            _reply(conn, 400, "Bad Request", body="gtd sandbox: malformed request header\n")
+            reply(conn, 400, "Bad Request", body="gtd sandbox: malformed request header\n")
             return None
-        user, password = _basic_credentials(headers)
+        user, password = basic_credentials(headers)
         if not self._token_ok(password):
-            _reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
+            reply(conn, 407, "Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="gtd"\r\n')
             return None
         if method.upper() == "CONNECT":
             if self._carries_placeholder(conn, head, target, 443):
@@ -323,32 +324,32 @@ class FilteringProxy:
         # Host set to the authorised authority (a different Host is domain fronting on a shared CDN)
         # and exactly its declared body (anything after it would be a second, unchecked request).
         if not target.lower().startswith("http://"):
-            _reply(conn, 400, "Bad Request", body="gtd sandbox: only CONNECT and http:// requests are proxied\n")
+            reply(conn, 400, "Bad Request", body="gtd sandbox: only CONNECT and http:// requests are proxied\n")
             return None
         authority, slash, path = target[7:].partition("/")
         path, _, _ = path.partition("#")
-        body_length = _body_length(headers)
-        if "@" in authority or body_length is None:
-            _reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
+        length = body_length(headers)
+        if "@" in authority or length is None:
+            reply(conn, 400, "Bad Request", body="gtd sandbox: userinfo, chunked or ambiguous bodies are not proxied\n")
             return None
         if self._carries_placeholder(conn, head, authority, 80):
             return None
         verdict = self._authorize_target(conn, authority, 80)
         if verdict is None:
             return None
-        while len(rest) < body_length:
-            chunk = conn.recv(min(BUFSIZE, body_length - len(rest)))
+        while len(rest) < length:
+            chunk = conn.recv(min(BUFSIZE, length - len(rest)))
             if not chunk:
                 break
             rest += chunk
-        if self._carries_placeholder(conn, rest[:body_length], authority, 80):
+        if self._carries_placeholder(conn, rest[:length], authority, 80):
             verdict.sock.close()
             return None
         skip = {"proxy-authorization", "proxy-connection", "connection", "keep-alive", "host"}
         out = [f"{method} /{path if slash else ''} {version}", f"Host: {authority}"]
         out += [f"{k}: {v}" for k, v in headers if k.lower() not in skip]
         out.append("Connection: close")
-        request = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest[:body_length]
+        request = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + rest[:length]
         verdict.sock.sendall(request)
         self._one_way.add(conn)
         return verdict.sock
@@ -371,7 +372,7 @@ class FilteringProxy:
         try:
             host, port = split_host_port(authority)
         except ValueError:
-            _reply(conn, 400, "Bad Request")
+            reply(conn, 400, "Bad Request")
             return None
         verdict = self.authorize(host, port or default_port)
         if not verdict.ok:
@@ -384,40 +385,40 @@ class FilteringProxy:
         return verdict
 
     def _socks5(self, conn: socket.socket) -> socket.socket | None:
-        ver, n = _recv_exact(conn, 2)
-        methods = _recv_exact(conn, n)
+        ver, n = recv_exact(conn, 2)
+        methods = recv_exact(conn, n)
         if 0x02 not in methods:  # username/password: the token is the password
             conn.sendall(b"\x05\xff")
             return None
         conn.sendall(b"\x05\x02")
-        _, ulen = _recv_exact(conn, 2)
-        _recv_exact(conn, ulen)
-        (plen,) = _recv_exact(conn, 1)
-        password = _recv_exact(conn, plen).decode("utf-8", "replace")
+        _, ulen = recv_exact(conn, 2)
+        recv_exact(conn, ulen)
+        (plen,) = recv_exact(conn, 1)
+        password = recv_exact(conn, plen).decode("utf-8", "replace")
         if not self._token_ok(password):
             conn.sendall(b"\x01\x01")
             return None
         conn.sendall(b"\x01\x00")
-        _, cmd, _, atyp = _recv_exact(conn, 4)
+        _, cmd, _, atyp = recv_exact(conn, 4)
         if atyp == 1:
-            host = socket.inet_ntop(socket.AF_INET, _recv_exact(conn, 4))
+            host = socket.inet_ntop(socket.AF_INET, recv_exact(conn, 4))
         elif atyp == 4:
-            host = socket.inet_ntop(socket.AF_INET6, _recv_exact(conn, 16))
+            host = socket.inet_ntop(socket.AF_INET6, recv_exact(conn, 16))
         elif atyp == 3:
-            (length,) = _recv_exact(conn, 1)
-            host = _recv_exact(conn, length).decode("ascii")  # no IDNA round trip: checked as sent
+            (length,) = recv_exact(conn, 1)
+            host = recv_exact(conn, length).decode("ascii")  # no IDNA round trip: checked as sent
         else:
-            conn.sendall(_socks_reply(8))
+            conn.sendall(socks_reply(8))
             return None
-        (port,) = struct.unpack("!H", _recv_exact(conn, 2))
+        (port,) = struct.unpack("!H", recv_exact(conn, 2))
         if cmd != 1:
-            conn.sendall(_socks_reply(7))  # only CONNECT: no BIND, no UDP ASSOCIATE (no DNS over UDP)
+            conn.sendall(socks_reply(7))  # only CONNECT: no BIND, no UDP ASSOCIATE (no DNS over UDP)
             return None
         verdict = self.authorize(host, port)
         if not verdict.ok:
-            conn.sendall(_socks_reply(2 if verdict.denied else 4))
+            conn.sendall(socks_reply(2 if verdict.denied else 4))
             return None
-        conn.sendall(_socks_reply(0))
+        conn.sendall(socks_reply(0))
         return verdict.sock
 
 
@@ -429,91 +430,16 @@ def _is_ip(host: str) -> bool:
         return False
 
 
-def _parse_headers(lines: list[str]) -> list[tuple[str, str]] | None:
-    """(name, value) pairs, or None for anything a server might split differently: bare CR/LF or NUL
-    inside a line, folded continuation lines, names with spaces."""
-    headers = []
-    for line in lines:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip() or " " in name or any(c in line for c in "\r\n\0"):
-            return None
-        headers.append((name, value.strip()))
-    return headers
-
-
-def _body_length(headers: list[tuple[str, str]]) -> int | None:
-    """The request body's length from one Content-Length; None if chunked, repeated or invalid."""
-    lengths = [v for k, v in headers if k.lower() == "content-length"]
-    if any(k.lower() == "transfer-encoding" for k, _ in headers) or len(set(lengths)) > 1:
-        return None
-    if not lengths:
-        return 0
-    return int(lengths[0]) if lengths[0].isdigit() and len(lengths[0]) < 16 else None
-
-
-def _basic_credentials(headers: list[tuple[str, str]]) -> tuple[str, str]:
-    """(user, password) of the Proxy-Authorization header; empty strings when there is none."""
-    for key, value in headers:
-        if key.lower() == "proxy-authorization":
-            scheme, _, cred = value.partition(" ")
-            if scheme.lower() == "basic":
-                import base64  # here: a proxied connection's, not every sandbox start's (~0.5 ms)
-
-                try:
-                    user, _, password = base64.b64decode(cred.strip()).decode("utf-8", "replace").partition(":")
-                    return user, password
-                except ValueError:
-                    return "", ""
-    return "", ""
-
-
 def _refuse(conn: socket.socket, target: str, verdict: Verdict) -> None:
     """403 for what the policy refuses (an escalation can change that); for a host that is allowed
     but unreachable, 502 (or 504 when the connection timed out): "cannot reach", never "refused"."""
     if verdict.denied:
-        _reply(conn, 403, "Forbidden", body=_refusal_text(target, verdict))
+        reply(conn, 403, "Forbidden", body=_refusal_text(target, verdict))
     elif "timed out" in verdict.reason:
-        _reply(conn, 504, "Gateway Timeout", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
+        reply(conn, 504, "Gateway Timeout", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
     else:
-        _reply(conn, 502, "Bad Gateway", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
+        reply(conn, 502, "Bad Gateway", body=f"gtd sandbox: cannot reach {target}: {verdict.reason}\n")
 
 
 def _refusal_text(target: str, verdict: Verdict) -> str:
     return f"gtd sandbox: {target} refused: {verdict.reason}\n"
-
-
-def _reply(conn: socket.socket, code: int, text: str, extra: str = "", body: str = "") -> None:
-    payload = body.encode()
-    conn.sendall(
-        f"HTTP/1.1 {code} {text}\r\n{extra}Content-Type: text/plain\r\nContent-Length: {len(payload)}\r\n"
-        f"Connection: close\r\n\r\n".encode()
-        + payload
-    )
-
-
-def _deny_tls(conn: socket.socket) -> None:
-    """Answer a ClientHello with a fatal access_denied alert, read to the end first and the client's
-    close waited for: a socket closed with unread input is reset, and the alert with it."""
-    try:
-        header = _recv_exact(conn, 5)
-        _recv_exact(conn, int.from_bytes(header[3:5], "big"))
-        conn.sendall(TLS_ACCESS_DENIED)
-        conn.shutdown(socket.SHUT_WR)
-        while conn.recv(4096):
-            pass
-    except (OSError, ValueError):
-        pass
-
-
-def _socks_reply(code: int) -> bytes:
-    return bytes([5, code, 0, 1, 0, 0, 0, 0, 0, 0])
-
-
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = conn.recv(n - len(buf))
-        if not chunk:
-            raise ValueError("connection closed mid-handshake")
-        buf += chunk
-    return buf
