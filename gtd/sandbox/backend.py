@@ -21,6 +21,7 @@ class Backend:
     name = "none"
     # Whether it serves the model credential gateway inside the sandbox (network/credential_gateway.py).
     serves_model_gateway = False
+    gateway_port: int | None = None  # where the CLI reaches the model gateway, when not the namespace's GATEWAY_PORT
 
     def __init__(self, session):
         self.session = session

@@ -242,13 +242,14 @@ class SandboxSession:
             env.update(self.backend.environment())
         env.update({k: str(v) for k, v in (extra or {}).items()})
         if self._credentials is not None:  # last: no key reaches the sandbox, whoever named it
-            from gtd.sandbox.network.credential_gateway import BASE_URL_VARS, gateway_url
+            from gtd.sandbox.network.credential_gateway import BASE_URL_VARS
 
             for key, placeholder in self._credentials.env_placeholders.items():
                 env[key] = placeholder
+            urls = self.gateway_urls()
             for key, route in BASE_URL_VARS.items():
-                if route in self._credentials.routes:
-                    env[key] = gateway_url(route)
+                if route in urls:
+                    env[key] = urls[route]
         return env
 
     @property
@@ -263,7 +264,8 @@ class SandboxSession:
             return {}
         from gtd.sandbox.network.credential_gateway import gateway_url
 
-        return {name: gateway_url(name) for name in self._credentials.routes}
+        port = self.backend.gateway_port if self.backend is not None and self.backend.gateway_port else None
+        return {name: gateway_url(name, *([port] if port else [])) for name in self._credentials.routes}
 
     def _gateway_misuse(self, route: str, reason: str) -> None:
         self.record_violation(Violation.now("network", f"model gateway route {route}", self.policy.level,

@@ -44,3 +44,54 @@ def test_build_step_lands_under_the_landlock_backend(agent, repo, fake_model, is
     assert git(repo, "show", "HEAD:docs/hello.txt") == "hi\n"
     assert not (repo / ".git/hooks/pre-commit").exists()
     assert "SECRET-KEY" not in json.dumps([r.body for r in fake_model.main_requests()])
+
+
+def test_the_model_key_stays_on_the_host_under_the_landlock_backend(agent, repo, fake_model, isolated_home,
+                                                                    monkeypatch):
+    # No namespace to put the credential gateway in: it listens on the host's loopback, the CLI's base URL
+    # names its port, and the TCP rules allow it. The CLI holds a placeholder; the model gets the real key.
+    import os
+
+    key = "sk-real-" + os.urandom(12).hex()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    (repo / ".gtdrc.json").write_text(json.dumps({"timeouts": {"inactivitySeconds": 120, "runSeconds": 240}}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "config")
+    fake_model.script([shell("env | grep -i -e api_key -e base_url; echo DUMPED"), say("Looked.")])
+    args = ["plan", "look around", "--provider", agent.name] + (["--model", agent.model] if agent.model else [])
+    result = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", *args], cwd=repo,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert "Landlock backend" in result.stderr, explain(result)
+    main = fake_model.main_requests()
+    assert main, explain(result)
+    auth = {r.headers.get("x-api-key") or r.headers.get("authorization") or "" for r in main}
+    assert auth and all(key in a for a in auth), auth
+    sent_back = json.dumps([r.body for r in main])
+    assert "DUMPED" in sent_back and "gtd-placeholder-" in sent_back, explain(result)
+    assert key not in sent_back and key not in result.stdout + result.stderr
+
+
+def test_a_claude_subscription_login_stays_on_the_host_under_the_landlock_backend(claude_agent, repo, fake_model,
+                                                                                  isolated_home, monkeypatch):
+    # No mount to lay the placeholder login over: gtd writes it (placeholders only) where claude looks.
+    import os
+    import time
+
+    token = "sk-ant-oat01-" + os.urandom(12).hex()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    login = isolated_home / ".claude" / ".credentials.json"
+    login.parent.mkdir(parents=True, exist_ok=True)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": token, "refreshToken": "sk-ant-ort01-x",
+                                                   "expiresAt": int((time.time() + 8 * 3600) * 1000),
+                                                   "scopes": ["user:inference"], "subscriptionType": "max"}}))
+    fake_model.script([shell("cat ~/.claude/.credentials.json \"$CLAUDE_CONFIG_DIR/.credentials.json\"; echo DUMPED"),
+                       say("Looked.")])
+    result = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", "plan", "look around",
+                             "--provider", "claude"], cwd=repo, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=300)
+    assert "Landlock backend" in result.stderr, explain(result)
+    main = fake_model.main_requests()
+    assert main and {r.headers.get("authorization") for r in main} == {f"Bearer {token}"}, explain(result)
+    sent_back = json.dumps([r.body for r in main])
+    assert "DUMPED" in sent_back and "gtd-placeholder-" in sent_back and token not in sent_back

@@ -35,6 +35,7 @@ class LandlockBackend(Backend):
 
     name = "landlock"
     binds_files = False  # no mounts: the registry settings are not bound over the originals (hidden instead)
+    serves_model_gateway = True  # on the host's loopback, beside the proxy (its port in the TCP rules)
 
     def __init__(self, session, reason: str):
         super().__init__(session)
@@ -47,6 +48,7 @@ class LandlockBackend(Backend):
         self._split_roots: set[str] = set()
         self._program: bytes | None = None
         self._listener: socket.socket | None = None
+        self._gateway_listener: socket.socket | None = None
         self._tmp: Path | None = None
         self._launcher: list[str] = []
         self._started: dict[int, subprocess.Popen] = {}  # the launchers (subprocess waits for them, not the sweep)
@@ -83,6 +85,8 @@ class LandlockBackend(Backend):
         self._listener = listener
         s.proxy_port = listener.getsockname()[1]
         s._proxy.serve(listener)
+        if s.credentials is not None:
+            self._serve_model_gateway(s.credentials)
         from gtd.sandbox.linux.landlock_rules import private_tmp_dir
 
         self._tmp = private_tmp_dir()
@@ -90,6 +94,23 @@ class LandlockBackend(Backend):
         from gtd.sandbox.linux.backend_choice import announce
 
         announce(self.reason)
+
+    def _serve_model_gateway(self, credentials) -> None:
+        """The model credential gateway on the host's loopback (no namespace to put it in): the CLI's base URL
+        names its port, the TCP rules allow it, and only a request carrying this session's placeholder gets
+        the real key put in. Each login's placeholder file is written where the CLI looks for its login (there
+        is no mount to lay it over): it holds placeholders only."""
+        from gtd import workspace_files
+
+        for name, placeholder in credentials.login_placeholders.items():
+            target = Path(credentials.routes[name].login.target)  # never through a link the agent left there
+            workspace_files.write_bytes(target.parent, target.name, credentials.routes[name].login.stand_in(placeholder).encode())
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self._gateway_listener = listener
+        self.gateway_port = listener.getsockname()[1]
+        credentials.serve(listener)
 
     def _keep_copies(self, root: str) -> bool:
         """Copy the protected paths of a writable root outside the workspace (once per session), so it can be
@@ -147,7 +168,7 @@ class LandlockBackend(Backend):
         if rules.reaches_workspace:
             s._tree_writable = True
         s._registry.add(s._created_files, watched=rules.watched)
-        ports = [s.proxy_port, *policy.host_loopback_ports]
+        ports = [s.proxy_port, *([self.gateway_port] if self.gateway_port else []), *policy.host_loopback_ports]
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
         args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(self.layers.landlock_abi),
@@ -215,6 +236,9 @@ class LandlockBackend(Backend):
                 s.record_violation(Violation.now("write", str(path), s.policy.level, what))
             self._copies.close()
             self._copies = None
+        if self._gateway_listener is not None and s.credentials is not None:
+            s.credentials.stop_serving(self._gateway_listener)
+            self._gateway_listener = None
         if self._listener is not None and self.session._proxy is not None:
             self.session._proxy.stop_serving(self._listener)
             self._listener = None
