@@ -67,3 +67,21 @@ def test_a_missing_cache_home_is_a_private_one(sandbox, repo, isolated_home, mon
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith("/tmp/gtd-landlock-")
     assert not (isolated_home / "no-cache-yet").exists()
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm not installed")
+def test_the_persons_npmrc_registry_is_used_and_its_token_stays_out(sandbox, repo, registry, isolated_home):
+    # HOME is hidden and no mount puts gtd's generated ~/.npmrc in it: NPM_CONFIG_USERCONFIG names it instead.
+    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
+    (isolated_home / ".npmrc").write_text(f"registry=http://{REGISTRY_HOST}:{registry.port}/\n"
+                                          f"//{REGISTRY_HOST}:{registry.port}/:_authToken=NPM-SECRET-TOKEN\n")
+    (repo / "web").mkdir()  # the workspace root takes no new entries here (docs/landlock-backend.md)
+    (repo / "web" / "package.json").write_text(json.dumps({"name": "app", "version": "0.0.0", "private": True}))
+    session = sandbox(Level.NETWORK, config=through_proxy(registry.port))
+    inside = run(session, "npm config get registry; cd web && npm install --no-audit --no-fund --cache \"$TMPDIR/npm\""
+                          " gtd-shout && node -e \"console.log(require('gtd-shout')('ok'))\"; cat \"$NPM_CONFIG_USERCONFIG\";"
+                          " cat ~/.npmrc || echo hidden", repo)
+    assert inside.returncode == 0, inside.stderr
+    lines = inside.stdout.splitlines()
+    assert lines[0] == f"http://{REGISTRY_HOST}:{registry.port}/" and "OK" in lines and lines[-1] == "hidden", lines
+    assert "NPM-SECRET-TOKEN" not in inside.stdout

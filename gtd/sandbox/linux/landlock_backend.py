@@ -50,6 +50,7 @@ class LandlockBackend(Backend):
         self._listener: socket.socket | None = None
         self._gateway_listener: socket.socket | None = None
         self._tmp: Path | None = None
+        self._settings_env: dict[str, str] = {}  # the generated settings files, named for their tools
         self._launcher: list[str] = []
         self._started: dict[int, subprocess.Popen] = {}  # the launchers (subprocess waits for them, not the sweep)
 
@@ -90,7 +91,7 @@ class LandlockBackend(Backend):
         from gtd.sandbox.linux.landlock_rules import private_tmp_dir
 
         self._tmp = private_tmp_dir()
-        _write_generated_files(s.policy, self._tmp)
+        self._settings_env = _write_generated_files(s.policy, self._tmp)
         from gtd.sandbox.linux.backend_choice import announce
 
         announce(self.reason)
@@ -139,15 +140,14 @@ class LandlockBackend(Backend):
 
     def environment(self) -> dict[str, str]:
         """What the session's environment changes here: TMPDIR is the private dir (/tmp is not readable),
-        the generated git config is named by GIT_CONFIG_GLOBAL (there is no mount to put it at ~/.gitconfig)."""
+        the generated settings files are named by their tools' variables (no mount puts them in HOME)."""
         env = {"TMPDIR": str(self._tmp), "GTD_SANDBOX_BACKEND": "landlock"}
         cache_home = os.environ.get("XDG_CACHE_HOME") or str(self.session.policy.home / ".cache")
         if not os.path.isdir(cache_home):
             # Nothing there to read, and HOME takes no new entries here (under bwrap its mount points made
             # one): tools that create their cache dir (pip's build) get a private one instead of EACCES.
             env["XDG_CACHE_HOME"] = str(self._tmp / ".cache")
-        if (self._tmp / "gitconfig").exists():
-            env["GIT_CONFIG_GLOBAL"] = str(self._tmp / "gitconfig")
+        env.update(self._settings_env)
         return env
 
     def popen(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:
@@ -328,8 +328,23 @@ def _launcher() -> list[str]:
     return [os.path.realpath(sys.executable), "-I", "-S", str(LAUNCHER)]
 
 
-def _write_generated_files(policy, tmp: Path) -> None:
-    """The generated git config (credentials left out, gitconfig.py), where GIT_CONFIG_GLOBAL names it."""
+# No mount puts gtd's generated settings files where their tools look in HOME (HOME is hidden, and takes no new
+# entries here): each is written into the private tmp dir and named by the variable its tool reads instead.
+# Yarn's, pnpm's own rc, gradle.properties and the cargo config have no such variable: they are not seen here
+# (docs/landlock-backend.md).
+NAMED_BY = {".gitconfig": "GIT_CONFIG_GLOBAL", "pip.conf": "PIP_CONFIG_FILE", "uv.toml": "UV_CONFIG_FILE",
+            ".npmrc": "NPM_CONFIG_USERCONFIG", "env": "GOENV", "settings.xml": "MAVEN_ARGS"}
+
+
+def _write_generated_files(policy, tmp: Path) -> dict[str, str]:
+    """gtd's generated settings files (credentials left out) in `tmp`, and the variables that name them."""
+    env: dict[str, str] = {}
     for target, text, _ in policy.generated_files if policy.home_hidden else ():
-        if target.name == ".gitconfig":
-            (tmp / "gitconfig").write_text(text, encoding="utf-8", errors="surrogateescape")
+        var = NAMED_BY.get(target.name)
+        if var is None or (target.name == "env" and target.parent.name != "go"):
+            continue
+        written = tmp / "settings" / f"{len(env)}-{target.name}"
+        written.parent.mkdir(exist_ok=True)
+        written.write_text(text, encoding="utf-8", errors="surrogateescape")
+        env[var] = f"-s {written}" if var == "MAVEN_ARGS" else str(written)  # the last pip.conf: pip's own order
+    return env
