@@ -21,7 +21,7 @@ from gtd.record import record
 from gtd.sandbox.network.addresses import forbidden_reason, private_reason
 from gtd.sandbox.network.proxy_wire import (basic_credentials, body_length, deny_tls, parse_headers, recv_exact,
                                             reply, socks_reply)
-from gtd.sandbox.policy.domains import DomainRules, normalise_host, split_host_port, valid_host
+from gtd.sandbox.policy.domains import DomainRules, is_ip, normalise_host, split_host_port, valid_host
 from gtd.sandbox.network.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -202,7 +202,7 @@ class FilteringProxy:
         decision = self.rules.decide(host, port)
         if decision == "deny":
             return self._deny(host, port, "denied by rule")
-        literal = forbidden_reason(host) if _is_ip(host) else None
+        literal = forbidden_reason(host) if is_ip(host) else None
         if literal and not self.rules.explicitly_allows_address(host, port):
             # Never offered for approval: an approval must not open the host's loopback or metadata.
             return self._deny(host, port, literal + (LOOPBACK_HINT if "loopback" in literal else ""))
@@ -219,13 +219,13 @@ class FilteringProxy:
                         return self._deny(host, port, "not approved")
                     self._approved.add((host, port))
         try:
-            addresses = [host] if _is_ip(host) else self._resolve(host, port)
+            addresses = [host] if is_ip(host) else self._resolve(host, port)
         except OSError as exc:
             return Verdict(False, f"cannot resolve {host}: {exc}")
         refused = []
         # A name a rule names, or one the person approved (they saw it), may resolve to a private
         # address (an internal mirror); one allowed only by `*` may not (DNS rebinding).
-        named = (host, port) in self._approved or (not _is_ip(host) and self.rules.names_host(host, port))
+        named = (host, port) in self._approved or (not is_ip(host) and self.rules.names_host(host, port))
         for addr in addresses:
             addr = normalise_host(addr)
             if self.rules.decide(addr, port) == "deny":  # a deny rule on the address holds for any name
@@ -420,14 +420,6 @@ class FilteringProxy:
             return None
         conn.sendall(socks_reply(0))
         return verdict.sock
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False
 
 
 def _refuse(conn: socket.socket, target: str, verdict: Verdict) -> None:

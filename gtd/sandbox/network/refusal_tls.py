@@ -124,7 +124,9 @@ class TlsRefusals:
                 return self._contexts[host]
             serial, self._serial = self._serial, self._serial + 1
             cert, ext = f"leaf-{serial}.pem", f"leaf-{serial}.ext"
-            kind = "IP" if _is_ip(host) else "DNS"
+            from gtd.sandbox.policy.domains import is_ip
+
+            kind = "IP" if is_ip(host) else "DNS"
             try:
                 with open(os.path.join(self._keys, ext), "w") as f:
                     f.write(f"subjectAltName={kind}:{host}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
@@ -193,13 +195,3 @@ def _private_dir(prefix: str) -> str:
         except FileExistsError:
             continue
     raise FileExistsError(path)
-
-
-def _is_ip(host: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False

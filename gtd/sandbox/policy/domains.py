@@ -94,6 +94,11 @@ def valid_host(host: str) -> bool:
     return 0 < len(host) <= 253 and all(_LABEL.match(label) for label in host.split("."))
 
 
+def is_ip(host: str) -> bool:
+    """Whether `host` is an IP literal (v4 or v6), not a name."""
+    return _as_ip(host) is not None
+
+
 def _as_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return _ip_cached(host) if len(host) <= 64 else _parse_ip(host)  # remembered for literal-sized strings
 
