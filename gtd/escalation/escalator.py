@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 
 from gtd.audit import AuditLog
+from gtd.commit_prefixes import COMMIT_PREFIXES
 from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
-from gtd.escalation import APPROVAL_COMMIT_PREFIX
 from gtd.escalation.decision import Decision
 from gtd.escalation.pending import PendingStore
 from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
@@ -153,7 +153,7 @@ def _commit(repo_root: Path, request: EscalationRequest, mutate) -> tuple[str | 
         committed = git(repo_root, "show", f"HEAD:{PROJECT_CONFIG_NAME}", check=False)
         text = edited_text(path, committed, mutate)
         sha = commit_file_text(repo_root, PROJECT_CONFIG_NAME, text,
-                               f"{APPROVAL_COMMIT_PREFIX} gtd: {request.short(repo_root)} (approved by user)")
+                               f"{COMMIT_PREFIXES['config']} gtd: {request.short(repo_root)} (approved by user)")
         return sha, None
     except (GtdError, subprocess.CalledProcessError) as exc:
         return None, f"saved, but not committed: {exc}"

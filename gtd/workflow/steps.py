@@ -12,7 +12,7 @@ from enum import Enum
 from pathlib import Path
 
 from gtd import workspace_files
-from gtd.escalation import APPROVAL_COMMIT_PREFIX
+from gtd.commit_prefixes import COMMIT_PREFIXES
 from gtd.record import field, record
 from gtd.workflow import git
 from gtd.workflow.todo import TODO_FILE, parse_todo, read_todo, read_todo_text
@@ -28,15 +28,7 @@ class Step(str, Enum):
     CONFIG = "config"  # approvals saved to the project config
 
 
-PREFIX: dict[Step, str] = {
-    Step.FEEDBACK: "💬",
-    Step.FIX: "🔧",
-    Step.PLAN: "📝",
-    Step.BUILD: "🔨",
-    Step.LEARN: "📚",
-    Step.CLEANUP: "🧹",
-    Step.CONFIG: APPROVAL_COMMIT_PREFIX,
-}
+PREFIX: dict[Step, str] = {step: COMMIT_PREFIXES[step.value] for step in Step}
 CONFIG_PREFIX = PREFIX[Step.CONFIG]
 # The original gtd's prefixes (🔨 and 🧹 are the same in both); read, never written.
 ORIGINAL_PREFIX: dict[str, Step] = {"🤖": Step.PLAN, "🎓": Step.LEARN, "🤦": Step.FEEDBACK, "👷": Step.FIX,
