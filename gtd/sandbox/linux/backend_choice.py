@@ -154,6 +154,8 @@ RESIDUALS = (
     "/tmp is not readable: TMPDIR is a private directory removed at the end; /dev is the host's, a few devices only",
     "no package-cache layers (caches stay read-only) and no sanitized ~/.npmrc or Maven settings (hidden instead)",
     "an agent CLI's settings and hooks in its own state dir can be changed during the session (put back at its end)",
+    "file metadata is not covered: chmod, utimes and xattrs work on any file of yours, outside the writable paths "
+    "too (set-id bits stay refused; the work tree's protected paths get their modes back at the end)",
     "no new pseudo-terminals and no /dev/shm (the host's: the person's other terminals, other processes' memory)",
 )
 
