@@ -53,6 +53,7 @@ class LandlockBackend(Backend):
         self._settings_env: dict[str, str] = {}  # the generated settings files, named for their tools
         self._launcher: list[str] = []
         self._started: dict[int, subprocess.Popen] = {}  # the launchers (subprocess waits for them, not the sweep)
+        self._modes: dict = {}  # the work tree's protected paths' modes at start (host/mode_guard.py)
 
     def start(self) -> None:
         s = self.session
@@ -92,6 +93,11 @@ class LandlockBackend(Backend):
 
         self._tmp = private_tmp_dir()
         self._settings_env = _write_generated_files(s.policy, self._tmp)
+        from gtd.sandbox.host.mode_guard import record_modes
+        from gtd.sandbox.policy.containment import inside
+
+        # Landlock does not cover chmod: the work tree's protected paths get their modes back at the end.
+        self._modes = record_modes([p for p in s.policy.protected if inside(p, s.policy.workspace)])
         from gtd.sandbox.linux.backend_choice import announce
 
         announce(self.reason)
@@ -228,6 +234,10 @@ class LandlockBackend(Backend):
                 s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
             cgroup.remove()
         self._cgroups.clear()
+        from gtd.sandbox.host.mode_guard import put_back
+
+        for path, what in put_back(self._modes):  # everything inside is gone: undo its chmods
+            s.record_violation(Violation.now("write", str(path), s.policy.level, what))
         if self._copies is not None:  # everything inside is gone: put back what it changed
             from gtd import paths
 

@@ -369,3 +369,16 @@ def test_gtds_own_config_in_a_writable_dir_stays_refused_during_the_session(sand
               "echo top-refused", repo)
     assert "refused" in r.out and "top-refused" in r.out, r.out + r.err
     assert not (paths.user_config_dir() / "config.toml").exists()
+
+
+def test_a_chmod_on_a_protected_path_is_undone_at_the_end(sandbox, repo):
+    """Landlock does not cover metadata: a disabled hook made executable inside is disabled again at close."""
+    hook = repo / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho pwned\n")
+    hook.chmod(0o644)
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, "chmod +x .git/hooks/pre-commit && echo armed; chmod u+s .git/hooks/pre-commit || echo setuid-refused", repo)
+    assert "armed" in r.out and "setuid-refused" in r.out, r.out + r.err
+    s.close()
+    assert hook.stat().st_mode & 0o777 == 0o644
+    assert any(v.target == str(hook) and "put back" in v.detail for v in s.violations)
