@@ -94,6 +94,12 @@ def pick_turn(turns: list[dict], prompt: str) -> dict | None:
     return None
 
 
+def session_turn(turns: list[dict], session_id: str) -> dict | None:
+    """The turn a session started with (its id ends in `.turnN`), or None."""
+    _, _, tail = session_id.rpartition(".turn")
+    return turns[int(tail)] if tail.isdigit() and int(tail) < len(turns) else None
+
+
 def _emit(event: AgentEvent) -> None:
     sys.stdout.write(json.dumps(event.to_dict()) + "\n")
     sys.stdout.flush()
@@ -162,15 +168,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script")
     args = parser.parse_args(argv)
     prompt = sys.stdin.read()
-    session_id = args.session or str(uuid.uuid4())
-    _emit(AgentEvent(EventKind.START, session_id=session_id, model="scripted", tools=["shell", "write"]))
     try:
         turns = load_turns(args.script, args.phase)
     except (OSError, ValueError) as exc:
+        session_id = args.session or str(uuid.uuid4())
+        _emit(AgentEvent(EventKind.START, session_id=session_id, model="scripted", tools=["shell", "write"]))
         _emit(AgentEvent(EventKind.ERROR, text=f"cannot read the script: {exc}", is_error=True))
         _emit(AgentEvent(EventKind.END, session_id=session_id, is_error=True))
         return 1
     turn = pick_turn(turns, prompt)
+    if turn is None and args.session:
+        # Resumed after an approval ("continue from where you stopped"): a real agent retries what was refused;
+        # the scripted one plays its session's turn again (its writes and commands are meant to be repeatable).
+        turn = session_turn(turns, args.session)
+    # A new session's id names its turn, so that a resumed session knows it.
+    session_id = args.session or (f"{uuid.uuid4()}.turn{turns.index(turn)}" if turn is not None else str(uuid.uuid4()))
+    _emit(AgentEvent(EventKind.START, session_id=session_id, model="scripted", tools=["shell", "write"]))
     if turn is None:
         _emit(AgentEvent(EventKind.ERROR, text=f"the script has no {args.phase} turn matching this prompt", is_error=True))
         _emit(AgentEvent(EventKind.END, session_id=session_id, is_error=True))

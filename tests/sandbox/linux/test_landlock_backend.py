@@ -382,3 +382,19 @@ def test_a_chmod_on_a_protected_path_is_undone_at_the_end(sandbox, repo):
     s.close()
     assert hook.stat().st_mode & 0o777 == 0o644
     assert any(v.target == str(hook) and "put back" in v.detail for v in s.violations)
+
+
+def test_without_namespaces_the_demo_runs_its_whole_workflow(tmp_path):
+    # The workspace root takes no new entries under Landlock (docs/landlock-backend.md): the demo agent's
+    # greet.py and test_greet.py at the root are refused, gtd finds the level allows them, creates them on
+    # the host and resumes the agent, which writes them again. The planted hook stays refused.
+    target = tmp_path / "demo"
+    result = gtd_without_namespaces(["demo", "--keep", str(target)], tmp_path, timeout=180,
+                                    env={**os.environ, "GTD_DEMO_SCRIPT": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Landlock backend" in result.stderr
+    log = git("log", "--format=%s", cwd=target).stdout.splitlines()
+    assert log[0].startswith("🧹 cleanup") and sum(1 for s in log if s.startswith("🔨 build")) == 2, log
+    assert "def greet" in (target / "greet.py").read_text() and (target / "test_greet.py").is_file()
+    assert not (target / ".git" / "hooks" / "pre-commit").exists()
+    assert ".git/hooks/pre-commit" in result.stdout
