@@ -55,6 +55,9 @@ ALLOWED = {
     ("config/writer.py", "atomic_write"): "user config and gtd's state files (workspace files: write_config_text)",
     ("cli/config_cmds.py", "init"): "whether the user config file exists (`gtd init --user`)",
     ("cli/workflow_cmds.py", "demo"): "creates the demo repository's own (fresh or --keep) directory",
+    ("cli/sandbox_run.py", "shared_directories"): "resolves /, HOME and the temp dirs (reads no file)",
+    ("cli/sandbox_run.py", "_refuse_shared_workspace"): "resolves the workspace to compare it with the shared "
+                                                        "directories (reads no file)",
 }
 
 
