@@ -94,6 +94,10 @@ def pick_turn(turns: list[dict], prompt: str) -> dict | None:
     return None
 
 
+# The words gtd resumes a session with once a refusal was settled (gtd/prompts/resume_after_escalation.md).
+AFTER_APPROVAL = "Continue the task from where you stopped"
+
+
 def session_turn(turns: list[dict], session_id: str) -> dict | None:
     """The turn a session started with (its id ends in `.turnN`), or None."""
     _, _, tail = session_id.rpartition(".turn")
@@ -177,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         _emit(AgentEvent(EventKind.END, session_id=session_id, is_error=True))
         return 1
     turn = pick_turn(turns, prompt)
-    if turn is None and args.session:
-        # Resumed after an approval ("continue from where you stopped"): a real agent retries what was refused;
-        # the scripted one plays its session's turn again (its writes and commands are meant to be repeatable).
+    if turn is None and args.session and AFTER_APPROVAL in prompt:
+        # Resumed after an approval: a real agent retries what was refused; the scripted one plays its
+        # session's turn again (its writes are repeatable). Any other resumed prompt needs a turn of its own.
         turn = session_turn(turns, args.session)
     # A new session's id names its turn, so that a resumed session knows it.
     session_id = args.session or (f"{uuid.uuid4()}.turn{turns.index(turn)}" if turn is not None else str(uuid.uuid4()))
