@@ -125,15 +125,20 @@ def _kill_children() -> None:
                 pids = [int(p) for p in f.read().split()]
         except (OSError, ValueError):
             pids = []
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for pid in pids:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        kill_and_reap(pids)
         if not pids:
             return
+
+
+def kill_and_reap(pids: list[int]) -> None:
+    """SIGKILL each of these children, then reap each (a child already gone is skipped)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass

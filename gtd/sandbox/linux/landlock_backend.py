@@ -273,23 +273,14 @@ def _kill_orphans(started, rounds: int = 50) -> None:
     """SIGKILL and reap gtd's children that run under more seccomp filters than gtd itself: sandboxed
     processes adopted by gtd (the subreaper), not gtd's own helpers (host git). Repeated, as killing one
     hands its children to gtd in turn. The launchers (`started`) are subprocess's to wait for."""
-    import signal
+    from gtd.sandbox.linux.contain import kill_and_reap
 
     own = _filters(os.getpid())
     for _ in range(rounds):
         found = [pid for pid in _children() if pid not in started and _filters(pid) > own]
         if not found:
             return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for pid in found:
-            try:
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        kill_and_reap(found)
 
 
 def _children() -> list[int]:
