@@ -10,12 +10,11 @@ and watched for in the stream by the runner either way.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
-from gtd.providers.claude_login import ClaudeLogin
+from gtd.providers.claude_login import EXPIRY_MARGIN_SECONDS, ClaudeLogin, read_login_file
 from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cloud_credentials
 from gtd.providers.model_routes import anthropic_route
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
@@ -266,8 +265,6 @@ def _text_of(content: Any) -> str:
 
 
 LOGIN_NAME = ".credentials.json"
-# An access token this close to its expiry is refreshed by the CLI at start: too close to run on.
-EXPIRY_MARGIN_SECONDS = 300
 
 
 def subscription_login() -> Path | None:
@@ -288,21 +285,13 @@ def check_login_fresh(now: float | None = None) -> None:
     login = subscription_login()
     if login is None:
         return
-    import json
     import time
 
     from gtd.errors import GtdError
 
     try:
-        fd = os.open(login, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there never blocks gtd
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return
-            data = json.loads(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
-        expires_ms = data["claudeAiOauth"]["expiresAt"]
-    except (OSError, ValueError, KeyError, TypeError):
+        expires_ms = read_login_file(login)["claudeAiOauth"]["expiresAt"]
+    except (OSError, ValueError, KeyError, TypeError, GtdError):  # not a regular file, or not a login: the CLI says
         return
     if not isinstance(expires_ms, (int, float)):
         return

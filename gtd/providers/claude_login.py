@@ -25,7 +25,7 @@ from gtd.errors import GtdError
 
 TOKEN_URL = "https://platform.claude.com/v1/oauth/token"  # as the pinned claude refreshes
 CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"  # Claude Code's public OAuth client
-EXPIRY_MARGIN_SECONDS = 300
+EXPIRY_MARGIN_SECONDS = 300  # a token this close to its expiry is refreshed first: too close to run on
 STAND_IN_SECONDS = 365 * 24 * 3600  # the placeholder's expiry: far enough that claude never refreshes inside
 
 
@@ -41,13 +41,7 @@ class ClaudeLogin:
 
     # -- the host's side ----------------------------------------------------------------------
     def _read(self) -> dict:
-        fd = os.open(self.source, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there never blocks gtd
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise GtdError(f"{self.source} is not a regular file: gtd cannot read your Claude login from it")
-            data = json.loads(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
+        data = read_login_file(self.source)
         if not isinstance(data, dict) or not isinstance(data.get("claudeAiOauth"), dict):
             raise GtdError(f"{self.source} holds no Claude login (claudeAiOauth): log in with `claude` and /login")
         return data
@@ -98,6 +92,18 @@ class ClaudeLogin:
         oauth.update(accessToken=placeholder, refreshToken=placeholder,
                      expiresAt=int((time.time() + STAND_IN_SECONDS) * 1000))
         return json.dumps({"claudeAiOauth": oauth})
+
+
+def read_login_file(path) -> object:
+    """The login file's JSON, read without following a FIFO into a wait (O_NONBLOCK) and only from a regular
+    file; GtdError otherwise, OSError or ValueError when it cannot be read or parsed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there never blocks gtd
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise GtdError(f"{path} is not a regular file: gtd cannot read your Claude login from it")
+        return json.loads(os.read(fd, 1 << 20))
+    finally:
+        os.close(fd)
 
 
 def _post_json(url: str, body: dict) -> dict:
