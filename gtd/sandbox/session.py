@@ -171,6 +171,10 @@ class SandboxSession:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def limit_hit(self, setting: str, what: str) -> None:
+        """A resource limit a command hit (reported by the backend's cgroups), with the setting to raise."""
+        self.record_violation(Violation.now("limit", setting, self.policy.level, f"{what}; raise {setting} in config"))
+
     def record_violation(self, v: Violation) -> None:
         with self._lock:
             self.violations.append(v)

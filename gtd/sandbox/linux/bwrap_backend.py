@@ -37,8 +37,7 @@ class BwrapBackend(Backend):
         self.layers = None  # Landlock and resource limits under bwrap (linux/kernel.py)
         self.program: bytes | None = None  # the seccomp filter, compiled once
         self.caches = None  # the package-cache layer (policy/caches.py)
-        self._cgroups: list = []  # one per sandboxed command, removed once everything inside is gone
-        self._spare_cgroup = None  # made by start() for the first command (in self._cgroups already)
+        self.cgroups = None  # one per sandboxed command (limits.CommandCgroups), removed once everything inside is gone
         self._inits: list[int] = []  # pidfds of each sandbox's pid-namespace init (bwrap's child)
         self._init_pids: dict[int, int] = {}  # bwrap's pid -> its namespace init's pid (as the host sees it)
         self.tls = None  # pip's repeated refusals answered inside TLS (network/refusal_tls.py)
@@ -51,6 +50,9 @@ class BwrapBackend(Backend):
 
         # First, so the priming cgroup move's grace period (~10-15 ms) runs while the rest is set up.
         self.layers = KernelLayers.for_policy(s.policy)
+        from gtd.sandbox.linux.limits import CommandCgroups
+
+        self.cgroups = CommandCgroups(self.layers.cgroup)
         if self.layers.cgroups:  # the first command's cgroup move then waits for nothing
             from gtd.sandbox.linux.limits import prime_moves, take_ready
 
@@ -58,9 +60,7 @@ class BwrapBackend(Backend):
             # hierarchy waits for a move in flight and would stall the first command's start here.
             # `gtd sandbox run` made both before building the policy (limits.make_ready).
             ready = take_ready(self.layers.limits, self.layers.cgroups)
-            self._spare_cgroup = ready or self.layers.cgroup()
-            if self._spare_cgroup is not None:
-                self._cgroups.append(self._spare_cgroup)
+            self.cgroups.keep_spare(ready or self.layers.cgroup())
             if ready is None:
                 Background(prime_moves)
         from gtd.sandbox.linux.seccomp import cached_filter
@@ -128,12 +128,8 @@ class BwrapBackend(Backend):
         self._wait_for_inits()
         if self.caches is not None:
             self.caches.close()
-        for cgroup in self._cgroups:
-            for setting, what in cgroup.hits():
-                s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
-            cgroup.remove()
-        self._cgroups.clear()
-        self._spare_cgroup = None
+        if self.cgroups is not None:
+            self.cgroups.close(s.limit_hit)
         for watch in self._watches:
             watch.close()
         self._watches.clear()
@@ -246,12 +242,7 @@ class BwrapBackend(Backend):
             else:
                 watch.close()
                 watch = None
-        with s._lock:  # one command takes the spare cgroup, even when two start at once
-            cgroup, self._spare_cgroup = self._spare_cgroup, None
-        if cgroup is None:
-            cgroup = self.layers.cgroup()
-            if cgroup is not None:
-                self._cgroups.append(cgroup)
+        cgroup = self.cgroups.take()
         relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
         if self.caches is not None:
             args = self.caches.wrap(args)

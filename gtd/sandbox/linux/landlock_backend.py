@@ -41,8 +41,7 @@ class LandlockBackend(Backend):
         super().__init__(session)
         self.reason = reason  # why bwrap is not used (backend_choice)
         self.layers = None  # Landlock ABI, resource limits, cgroups (linux/kernel.py)
-        self._cgroups: list = []  # one per sandboxed command, killed and removed at close
-        self._spare = None  # the first command's cgroup, made ahead by `gtd sandbox run`
+        self.cgroups = None  # one per sandboxed command (limits.CommandCgroups), killed and removed at close
         self._copies = None  # protected paths in writable roots outside the workspace (host/protected_copies.py)
         self._kept_roots: set[str] = set()
         self._split_roots: set[str] = set()
@@ -60,12 +59,13 @@ class LandlockBackend(Backend):
         from gtd.sandbox.linux.kernel import KernelLayers
 
         self.layers = KernelLayers.for_policy(s.policy)
+        from gtd.sandbox.linux.limits import CommandCgroups
+
+        self.cgroups = CommandCgroups(self.layers.cgroup)
         if self.layers.cgroups:  # `gtd sandbox run` made the first command's cgroup ahead (limits.make_ready)
             from gtd.sandbox.linux.limits import take_ready
 
-            self._spare = take_ready(self.layers.limits, self.layers.cgroups)
-            if self._spare is not None:
-                self._cgroups.append(self._spare)
+            self.cgroups.keep_spare(take_ready(self.layers.limits, self.layers.cgroups))
         abi = self.layers.landlock_abi
         if abi < MIN_ABI:
             raise SandboxUnavailable(
@@ -180,13 +180,7 @@ class LandlockBackend(Backend):
         args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(self.layers.landlock_abi),
                 "--contain", "1", *rules.launcher_args(), *[a for p in ports for a in ("--connect", str(p))],
                 "--seccomp", str(seccomp_r), "--block", str(block_r), "--", *argv]
-        with s._lock:
-            cgroup, self._spare = self._spare, None
-        if cgroup is None:
-            cgroup = self.layers.cgroup()
-            if cgroup is not None:
-                with s._lock:
-                    self._cgroups.append(cgroup)
+        cgroup = self.cgroups.take()
         relay = relay_stdio(stdin, stdout, stderr)
         environment = s.environment(env)
         try:
@@ -221,7 +215,7 @@ class LandlockBackend(Backend):
         """After the session killed each command's group: kill what left it (through the cgroup, and as the
         orphans' subreaper), so nothing inside can still write; stop serving; remove the private tmp dir."""
         s = self.session
-        for cgroup in self._cgroups:
+        for cgroup in self.cgroups.all if self.cgroups is not None else ():
             cgroup.kill()
         for proc in self._started.values():
             try:
@@ -229,11 +223,8 @@ class LandlockBackend(Backend):
             except subprocess.TimeoutExpired:
                 pass
         _kill_orphans(set(self._started))
-        for cgroup in self._cgroups:
-            for setting, what in cgroup.hits():
-                s.record_violation(Violation.now("limit", setting, s.policy.level, f"{what}; raise {setting} in config"))
-            cgroup.remove()
-        self._cgroups.clear()
+        if self.cgroups is not None:
+            self.cgroups.close(s.limit_hit)
         from gtd.sandbox.host.mode_guard import put_back
 
         for path, what in put_back(self._modes):  # everything inside is gone: undo its chmods

@@ -295,3 +295,42 @@ def launcher_args(limits: ResourceLimits) -> list[str]:
     if limits.memory:
         args += ["--data", str(limits.memory)]
     return args
+
+
+class CommandCgroups:
+    """A session's cgroups, one per sandboxed command: the first may be made ahead (`spare`), every later one
+    when its command starts. At the end each says which limit it hit, and is removed (both Linux backends)."""
+
+    def __init__(self, make):
+        import threading
+
+        self._make = make  # KernelLayers.cgroup: a new CgroupLimit, or None where no cgroup is writable
+        self._lock = threading.Lock()
+        self._spare: CgroupLimit | None = None
+        self.all: list[CgroupLimit] = []
+
+    def keep_spare(self, cgroup: "CgroupLimit | None") -> None:
+        if cgroup is not None:
+            self._spare = cgroup
+            self.all.append(cgroup)
+
+    def take(self) -> "CgroupLimit | None":
+        """The next command's cgroup: the spare, once, else a new one (made outside the lock: a mkdir in a
+        cgroup hierarchy may wait), so two commands starting at once never share one."""
+        with self._lock:
+            cgroup, self._spare = self._spare, None
+        if cgroup is None:
+            cgroup = self._make()
+            if cgroup is not None:
+                with self._lock:
+                    self.all.append(cgroup)
+        return cgroup
+
+    def close(self, on_hit) -> None:
+        """`on_hit(setting, what)` for each limit a command hit; then every cgroup is removed."""
+        for cgroup in self.all:
+            for setting, what in cgroup.hits():
+                on_hit(setting, what)
+            cgroup.remove()
+        self.all.clear()
+        self._spare = None

@@ -263,7 +263,7 @@ def test_a_daemon_that_left_the_process_group_dies_at_close_without_a_cgroup(san
     monkeypatch.setattr(kernel, "cgroup_support", lambda: {})
     (repo / "src").mkdir()
     s = sandbox(Level.READWRITE, config=landlock())
-    assert not s.backend._cgroups
+    assert not s.backend.cgroups.all
     proc = s.popen(["sh", "-c", "setsid sh -c 'sleep 60 & echo $! > src/pid; wait' > /dev/null 2>&1 & exec sleep 60"],
                    cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
