@@ -48,3 +48,14 @@ class Backend:
 
     def close(self) -> None:
         """Once every command was killed: wait until nothing inside can still write, release what start made."""
+
+
+def loopback_listener():
+    """A listening TCP socket on the host's loopback at a port the kernel picks: where a backend without a
+    network namespace of its own (Landlock, seatbelt) serves the proxy and the model gateway."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    return listener

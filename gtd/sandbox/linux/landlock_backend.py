@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from gtd.errors import SandboxUnavailable
-from gtd.sandbox.backend import DOCTOR_HINT, Backend
+from gtd.sandbox.backend import DOCTOR_HINT, Backend, loopback_listener
 from gtd.sandbox.events import Violation
 
 MIN_ABI = 4  # TCP connect rules: without them the network would be open
@@ -81,9 +81,7 @@ class LandlockBackend(Backend):
         self._launcher = _launcher()
         _become_subreaper()
         s.make_proxy()
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
+        listener = loopback_listener()
         self._listener = listener
         s.proxy_port = listener.getsockname()[1]
         s._proxy.serve(listener)
@@ -112,9 +110,7 @@ class LandlockBackend(Backend):
         for name, placeholder in credentials.login_placeholders.items():
             target = Path(credentials.routes[name].login.target)  # never through a link the agent left there
             workspace_files.write_bytes(target.parent, target.name, credentials.routes[name].login.stand_in(placeholder).encode())
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
+        listener = loopback_listener()
         self._gateway_listener = listener
         self.gateway_port = listener.getsockname()[1]
         credentials.serve(listener)

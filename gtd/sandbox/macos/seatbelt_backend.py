@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from gtd.errors import SandboxUnavailable
-from gtd.sandbox.backend import DOCTOR_HINT, Backend
+from gtd.sandbox.backend import DOCTOR_HINT, Backend, loopback_listener
 from gtd.which import which
 
 
@@ -15,15 +15,11 @@ class SeatbeltBackend(Backend):
     binds_files = False  # the registry settings are read where they are written
 
     def start(self) -> None:
-        import socket
-
         if which("sandbox-exec") is None:
             raise SandboxUnavailable(f"sandbox-exec not found. {DOCTOR_HINT}")
         s = self.session
         s.make_proxy()
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
+        listener = loopback_listener()
         s.proxy_port = listener.getsockname()[1]
         s._proxy.serve(listener)
 
