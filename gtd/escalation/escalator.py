@@ -20,7 +20,7 @@ from gtd.config.levels import Level, Phase
 from gtd.errors import GtdError
 from gtd.escalation.decision import Decision
 from gtd.escalation.pending import PendingStore
-from gtd.paths import PROJECT_CONFIG_NAME, locks_dir, user_config_file
+from gtd.paths import PROJECT_CONFIG_NAME, user_config_file
 from gtd.record import record
 from gtd.terminal_text import markup
 

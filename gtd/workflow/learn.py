@@ -5,7 +5,6 @@ The cleanup commit's body keeps the story once TODO.md is gone: the goal and the
 
 from __future__ import annotations
 
-from gtd import workspace_files
 from gtd.config.levels import Phase
 from gtd.errors import GtdError
 from gtd.exitcodes import ExitCode

@@ -216,7 +216,6 @@ def render_mounts(policy: SandboxPolicy, after: list[str] | tuple[str, ...] = ()
 def _render(policy: SandboxPolicy, plan: MountPlan, after: list[str]) -> None:
     from gtd.sandbox.policy.gitshim import SCRIPT, SHIM_DIR
 
-    tmp = Path("/tmp")
     roots = writable_roots(policy)
     writable = [r.real for r in roots]
 

@@ -342,7 +342,6 @@ class BwrapBackend(Backend):
 
     def _replay_mounts(self, policy: SandboxPolicy) -> str | None:
         """bwrap's first line of error for this policy's mounts with `true` as the command, or None."""
-        s = self.session
         from gtd.sandbox.linux.bwrap import render_mounts
 
         fds: list[int] = []

@@ -142,7 +142,6 @@ def _git_dirs_under_tmp(policy: SandboxPolicy) -> list[tuple[Path, Path]]:
     file or `commondir` spells it through a symlink, also where git looks."""
     from gtd.sandbox.policy.protected import linked_worktree_git_dirs
 
-    tmp = Path("/tmp")
     hidden = _hidden_roots(policy)
     bound = [t for _, t in _visible_roots(policy)]
     binds: list[tuple[Path, Path]] = []
