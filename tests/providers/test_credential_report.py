@@ -43,22 +43,22 @@ def test_bedrock_is_marked_as_holding_its_credentials(repo, isolated_home, monke
     assert row["fix"].startswith("see docs/credential-gateway.md")
 
 
-def test_a_subscription_login_is_a_placeholder_inside(repo, isolated_home, monkeypatch):
+def claude_with_a_subscription_login(home, monkeypatch) -> None:
     require_cli("claude", monkeypatch)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    login = isolated_home / ".claude" / ".credentials.json"
+    login = home / ".claude" / ".credentials.json"
     login.parent.mkdir(parents=True)
     login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": 9999999999999}}))
+
+
+def test_a_subscription_login_is_a_placeholder_inside(repo, isolated_home, monkeypatch):
+    claude_with_a_subscription_login(isolated_home, monkeypatch)
     row = credentials_row(repo, "claude", {})
     assert row["ok"] and "claude's subscription login (a placeholder login file inside)" in row["detail"]
 
 
 def test_a_login_bound_inside_by_choice_is_named_with_the_way_back(repo, isolated_home, monkeypatch):
-    require_cli("claude", monkeypatch)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    login = isolated_home / ".claude" / ".credentials.json"
-    login.parent.mkdir(parents=True)
-    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": 9999999999999}}))
+    claude_with_a_subscription_login(isolated_home, monkeypatch)
     row = credentials_row(repo, "claude", {}, sandbox={"claudeLogin": "inside"})
     assert not row["ok"] and "sandbox.claudeLogin: inside" in row["detail"] and "readable inside" in row["detail"]
     assert "claudeLogin back to" in row["fix"] and "sk-ant-oat01-x" not in json.dumps(row)

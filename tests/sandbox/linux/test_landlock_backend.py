@@ -87,12 +87,16 @@ def test_the_sandboxed_command_dies_with_gtd(repo):
         os.kill(pid, 0)  # running
         proc.kill()  # gtd dies without cleaning up: the parent-death signal takes the command
         proc.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.05)
-        assert not _alive(pid)
+        assert _gone_within(pid, 10)
     finally:
         proc.kill()
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
@@ -285,10 +289,7 @@ def test_when_gtd_dies_what_the_command_left_running_dies_too(repo):
         assert _alive(pid)
         proc.kill()  # gtd gets no chance to clean up: the launcher's parent-death signal does it
         proc.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.05)
-        assert not _alive(pid)
+        assert _gone_within(pid, 10)
     finally:
         proc.kill()
 
