@@ -15,7 +15,8 @@ from pathlib import Path
 from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.claude_login import EXPIRY_MARGIN_SECONDS, ClaudeLogin, read_login_file
-from gtd.providers.cloud_credentials import claude_cloud, claude_cloud_hosts, cloud_credentials
+from gtd.providers.cloud_credentials import CloudCredentials, claude_cloud, claude_cloud_hosts, cloud_credentials
+from gtd.providers.cloud_routes import claude_cloud_route, switches
 from gtd.providers.model_routes import anthropic_route
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -93,14 +94,21 @@ class ClaudeProvider(Provider):
                 if account not in needs.model_hosts:
                     needs.model_hosts.append(account)
                     needs.model_host_origins[account] = f"claude's subscription login ({login}): its account API"
-        cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: that cloud's hosts and credentials
+        cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: signed on the host, or as before
         if cloud is not None:
             kind, why = cloud
+            route, gap = claude_cloud_route(kind, why, workspace=workspace)
+            if route is not None:  # the cloud identity stays on the host (cloud_routes.py)
+                needs.model_routes = [route]
+                needs.add_cloud(CloudCredentials(env={name: f"{kind} behind gtd's gateway, chosen by {why}"
+                                                      for name in switches(kind)}))
+                return needs
             for rule in claude_cloud_hosts(kind):
                 needs.model_hosts.append(rule)
                 needs.model_host_origins[rule] = why
             needs.add_cloud(cloud_credentials(kind, why, Path(os.environ.get("HOME") or Path.home()), workspace=workspace))
-            needs.model_routes = []  # Bedrock and Vertex sign with cloud credentials: no gateway (docs/credential-gateway.md)
+            needs.model_routes = []  # no way to sign on the host: as before, and doctor says why
+            needs.gateway_gaps[kind] = gap
         return needs
 
     def prepare(self, gateway: dict[str, str] | None = None) -> None:

@@ -108,6 +108,8 @@ def add_chosen_clouds(needs, chosen: Iterable[tuple[str, str]], environ: Mapping
     home = Path(environ.get("HOME") or Path.home())
     for kind, why in chosen_clouds(chosen):
         needs.add_cloud(cloud_credentials(kind, why, home, environ, workspace))
+        needs.gateway_gaps[kind] = ("opencode and pi sign cloud requests in the CLI: only claude's are signed "
+                                    "on the host")
     return needs
 
 

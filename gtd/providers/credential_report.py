@@ -1,9 +1,8 @@
 """`gtd doctor`'s "model credentials" row: which of the agent CLI's model credentials stay on the host behind
 gtd's credential gateway (sandbox/network/credential_gateway.py), and which still reach the CLI, with why.
 
-Still reaching the CLI: a cloud provider's credentials (Bedrock signs each request with AWS SigV4, so the
-signing secret must be where the request is made; Vertex mints its tokens from the Google credential file
-inside the SDK), a key variable for a provider gtd has no route for, everything on macOS (no network
+Still reaching the CLI: claude's Bedrock or Vertex credentials when the host cannot sign for them (no
+`cloud` extra, no credential on the host: cloud_routes.py), opencode's and pi's cloud credentials, a key variable for a provider gtd has no route for, everything on macOS (no network
 namespace of its own to put the gateway in yet), and everything when the sandbox is off or at `full`.
 """
 
@@ -22,14 +21,12 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
         names = [v for v in route.secrets if os.environ.get(v) or dict(route.values).get(v)]
         if route.login is not None:
             names.append(f"{route.login.name} (a placeholder login file inside)")
+        if route.signer is not None:
+            names.append(route.signer.name)
         if names:
             behind.append(f"{route.name} -> {route.upstream}: {', '.join(names)}")
-    clouds = sorted({why.split(",")[0] for why in needs.env_origins.values()})
-    for cloud in clouds:
-        how = ("Bedrock signs every request with AWS SigV4: the signing credentials must be where the request "
-               "is made" if cloud.startswith("Bedrock") else
-               "Vertex's SDK mints its access tokens from the Google credential file itself")
-        held.append(f"{cloud} credentials ({how})")
+    for cloud, gap in sorted(needs.gateway_gaps.items()):
+        held.append(f"{cloud} credentials, if any (not signed on the host: {gap})")
     for target, (_source, why) in needs.login_files.items():
         if "sandbox.claudeLogin" in why:
             held.append(f"{why}: readable inside at {target}")
@@ -46,7 +43,9 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
         if behind:
             detail += ". Behind gtd's gateway: " + "; ".join(behind)
         fix = ("set sandbox.claudeLogin back to \"gateway\" (the default) in your user config"
-               if any("sandbox.claudeLogin" in h for h in held) else "see docs/credential-gateway.md#what-is-not-covered")
+               if any("sandbox.claudeLogin" in h for h in held) else
+               "install gtd's cloud extra (pip install '.[cloud]' in gtd's source dir: botocore, google-auth) so "
+               "gtd signs on the host" if any("[cloud]" in h for h in held) else "see docs/credential-gateway.md#what-is-not-covered")
         return _row(False, detail, fix)
     if not behind:
         return _row(True, "no model credential found in the environment or a login (the CLI may fail to log in)")

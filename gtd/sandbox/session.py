@@ -73,6 +73,10 @@ class SandboxSession:
             return self
         if not self.unsandboxed:
             self.backend = _backend_for(self)
+            signed = [r.name for r in self.policy.model_routes if r.signer is not None]
+            if signed and not self.backend.serves_model_gateway:  # no credentials for it inside either: stop
+                raise SandboxUnavailable(f"the {', '.join(signed)} route needs gtd's model gateway, which this "
+                                         "sandbox backend does not serve; see docs/credential-gateway.md")
             if self.policy.model_routes and self.backend.serves_model_gateway:
                 from gtd.sandbox.network.credential_gateway import CredentialGateway
 
@@ -254,6 +258,7 @@ class SandboxSession:
             for key, route in BASE_URL_VARS.items():
                 if route in urls:
                     env[key] = urls[route]
+            env.update(self._credentials.route_env(urls))
         return env
 
     @property

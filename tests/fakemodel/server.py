@@ -35,6 +35,9 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import unquote
+
+from fakemodel.cloud import BEDROCK_INVOKE, VERTEX_PREDICT, bedrock_chunks
 
 SHELL_TOOL_NAMES = ("Bash", "bash")  # claude, opencode / pi
 
@@ -75,6 +78,9 @@ class Recorded:
     api: str  # "anthropic" | "openai"
     side: bool  # a request without tools (title etc.)
     headers: dict[str, str] = field(default_factory=dict)  # lower-cased names: which credential was sent
+    raw: bytes = b""  # the body as received (a SigV4 signature covers it)
+    method: str = "POST"
+    raw_path: str = ""  # with its query, as received
 
 
 class FakeModelServer:
@@ -88,6 +94,8 @@ class FakeModelServer:
         self.closing = threading.Event()  # ends a held (hanging) request
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
+        self.token_requests: list[str] = []  # form bodies posted to /token (Google's OAuth token endpoint)
+        self.minted_token = "ya29.fake-" + "%016x" % id(self)  # what /token answers (cloud.py)
         self._usage: Callable[[int], tuple[int, int]] | None = None
         self.usage_reported: list[tuple[int, int]] = []  # (input, output) per agent-loop request, with report_usage
         self._ids = itertools.count(1)
@@ -350,9 +358,9 @@ def _handler(server: FakeModelServer):
             self.end_headers()
             self.wfile.write(payload)
 
-        def _stream(self, chunks: list[bytes]) -> None:
+        def _stream(self, chunks: list[bytes], content_type: str = "text/event-stream") -> None:
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-type", content_type)
             self.send_header("cache-control", "no-cache")
             self.send_header("connection", "close")
             self.end_headers()
@@ -363,7 +371,12 @@ def _handler(server: FakeModelServer):
 
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
-            if path.rstrip("/").endswith("/models"):
+            if path.endswith("/inference-profiles"):  # Bedrock's control plane: claude lists the profiles
+                server.requests.append(Recorded(path=path, body={}, api="bedrock-control", side=True, method="GET",
+                                                raw_path=self.path,
+                                                headers={k.lower(): v for k, v in self.headers.items()}))
+                self._json(200, {"inferenceProfileSummaries": []})
+            elif path.rstrip("/").endswith("/models"):
                 self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
             else:
                 self._json(404, {"error": {"message": f"no route {path}"}})
@@ -384,7 +397,14 @@ def _handler(server: FakeModelServer):
             if path.endswith("/messages/count_tokens"):
                 self._json(200, {"input_tokens": 12})
                 return
-            if path.endswith("/messages"):
+            if path.endswith("/token"):  # Google's OAuth token endpoint, for a service account's JWT
+                server.token_requests.append(raw.decode())
+                self._json(200, {"access_token": server.minted_token, "expires_in": 3600, "token_type": "Bearer"})
+                return
+            cloud = BEDROCK_INVOKE.search(path) or VERTEX_PREDICT.search(path)
+            if cloud:  # Bedrock or Vertex: Anthropic's body, the model and the streaming named by the path
+                body = {**body, "model": unquote(cloud.group(1)), "stream": cloud.group(2).startswith(("invoke-", "stream"))}
+            if path.endswith("/messages") or cloud:
                 api = "anthropic"
             elif path.endswith("/chat/completions"):
                 api = "openai"
@@ -392,7 +412,7 @@ def _handler(server: FakeModelServer):
                 self._json(404, {"error": {"message": f"no route {path}"}})
                 return
             side = not _tool_names(api, body)
-            server.requests.append(Recorded(path=path, body=body, api=api, side=side,
+            server.requests.append(Recorded(path=path, body=body, api=api, side=side, raw=raw, raw_path=self.path,
                                             headers={k.lower(): v for k, v in self.headers.items()}))
             step = server.decide(api, body)
             if step.hang:
@@ -402,7 +422,10 @@ def _handler(server: FakeModelServer):
                 return
             usage = server.usage_for(side)
             if api == "anthropic":
-                if body.get("stream"):
+                if BEDROCK_INVOKE.search(path) and body.get("stream"):
+                    self._stream(bedrock_chunks(_anthropic_events(server, body, step, usage)),
+                                 "application/vnd.amazon.eventstream")
+                elif body.get("stream"):
                     self._stream(_anthropic_events(server, body, step, usage))
                 else:
                     self._json(200, _anthropic_message(server, body, step, usage))

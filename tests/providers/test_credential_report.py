@@ -36,10 +36,22 @@ def test_a_key_without_a_route_is_named(repo, isolated_home, monkeypatch):
     assert "MISTRAL_API_KEY (no gateway route for its provider)" in row["detail"] and "m-key" not in row["detail"]
 
 
-def test_bedrock_is_marked_as_holding_its_credentials(repo, isolated_home, monkeypatch):
+def test_bedrock_with_host_credentials_is_signed_on_the_host(repo, isolated_home, monkeypatch):
     require_cli("claude", monkeypatch)
+    row = credentials_row(repo, "claude", {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1",
+                                           "AWS_ACCESS_KEY_ID": "AKIAX", "AWS_SECRET_ACCESS_KEY": "aws-secret-x"})
+    assert row["ok"], row
+    assert ("bedrock -> https://bedrock-runtime.eu-west-1.amazonaws.com: AWS credentials (SigV4, signed on the host)"
+            in row["detail"])
+    assert "aws-secret-x" not in json.dumps(row)
+
+
+def test_bedrock_without_host_credentials_says_so(repo, isolated_home, monkeypatch):
+    require_cli("claude", monkeypatch)
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"):
+        monkeypatch.delenv(var, raising=False)
     row = credentials_row(repo, "claude", {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1"})
-    assert not row["ok"] and "Bedrock credentials" in row["detail"] and "SigV4" in row["detail"]
+    assert not row["ok"] and "Bedrock credentials, if any (not signed on the host: no AWS credentials" in row["detail"]
     assert row["fix"].startswith("see docs/credential-gateway.md")
 
 

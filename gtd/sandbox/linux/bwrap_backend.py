@@ -189,10 +189,9 @@ class BwrapBackend(Backend):
 
         args: list[str] = []
         fds: list[int] = []
-        for name, placeholder in credentials.login_placeholders.items():
-            login = credentials.routes[name].login
-            fds.append(data_fd(login.stand_in(placeholder).encode()))
-            args += ["--ro-bind-data", str(fds[-1]), str(login.target)]
+        for target, stand_in in credentials.login_files():
+            fds.append(data_fd(stand_in))
+            args += ["--ro-bind-data", str(fds[-1]), target]
         return args, fds
 
     def _start_bwrap(self, argv, cwd, env, stdin, stdout, stderr) -> subprocess.Popen:

@@ -107,9 +107,9 @@ class LandlockBackend(Backend):
         is no mount to lay it over): it holds placeholders only."""
         from gtd import workspace_files
 
-        for name, placeholder in credentials.login_placeholders.items():
-            target = Path(credentials.routes[name].login.target)  # never through a link the agent left there
-            workspace_files.write_bytes(target.parent, target.name, credentials.routes[name].login.stand_in(placeholder).encode())
+        for where, stand_in in credentials.login_files():
+            target = Path(where)  # never through a link the agent left there
+            workspace_files.write_bytes(target.parent, target.name, stand_in)
         listener = loopback_listener()
         self._gateway_listener = listener
         self.gateway_port = listener.getsockname()[1]

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "host", "content-length", "proxy-authorization", "accept-encoding", "expect"}
+# What a cloud SDK signs with its own (placeholder) credentials: dropped before the host's signer signs again.
+SIGNED_PREFIXES = ("x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # a conversation with images stays far below
 UPSTREAM_SECONDS = 900.0  # a model that thinks long before its first byte
@@ -51,6 +53,8 @@ def forward(gateway, conn: socket.socket) -> None:
         _reply(conn, 400, "Bad Request", "gtd model gateway: a request body it could not read (length)\n")
         return
     out: list[tuple[str, str]] = []
+    signer = route.signer
+    signed_for = False  # a signer route signs only a request that carries this session's placeholder
     for name, value in headers:
         low = name.lower()
         if low in HOP_BY_HOP:
@@ -60,9 +64,26 @@ def forward(gateway, conn: socket.socket) -> None:
             if value is None:
                 _reply(conn, 403, "Forbidden", f"gtd model gateway: refused: {refused}\n")
                 return
+            if signer is not None:  # the signer puts in the whole authorization itself
+                signed_for = signed_for or gateway.login_placeholders.get(route_name, "\0") in value
+                continue
+        elif signer is not None and low.startswith(SIGNED_PREFIXES):
+            continue
         out.append((name, value))
-    upstream = urlsplit(route.upstream)
+    upstream_url = (signer.upstream(rest_path) if signer is not None else None) or route.upstream
+    upstream = urlsplit(upstream_url)
     path = upstream.path.rstrip("/") + "/" + rest_path
+    if signer is not None:
+        if not signed_for:
+            _reply(conn, 403, "Forbidden", f"gtd model gateway: refused: the {route_name} route signs only "
+                                           "requests that carry this session's placeholder\n")
+            return
+        try:
+            out += signer.sign(method, f"{upstream.scheme}://{upstream.netloc}{path}", out, body)
+        except Exception as exc:  # noqa: BLE001 - no credentials on the host, an expired login: the CLI hears why
+            _reply(conn, 502, "Bad Gateway", f"gtd model gateway: cannot sign for {route_name}: "
+                                             f"{gateway.scrub(str(exc))}\n")
+            return
     _send_upstream(gateway, conn, upstream, method, path, out, body)
 
 

@@ -51,10 +51,23 @@ class GatewayRoute:
     origin: str = ""
     # Real values for variables that are not in the host's environment (a key in the person's CLI config).
     values: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    # A host-side signer for a cloud API (Bedrock's SigV4, Vertex's access token: providers/cloud_routes.py):
+    # `.name`, `.sign(method, url, headers, body) -> headers to add` and `.upstream(path) -> url`. The CLI holds
+    # the route's placeholder in its auth header; the signer replaces that header with the real authorization.
+    signer: object | None = field(default=None, compare=False, repr=False)
+    # What the CLI is told inside, (variable, template): "{url}" is the route's gateway URL, "{placeholder}"
+    # the route's login or signer placeholder (a cloud route's switches: claude's ANTHROPIC_BEDROCK_BASE_URL).
+    env: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
-        return {"route": self.name, "upstream": self.upstream, "credentials": list(self.secrets)
-                + ([getattr(self.login, "name", "login")] if self.login is not None else []), "origin": self.origin}
+        stand_ins = [getattr(x, "name", "login") for x in (self.login, self.signer) if x is not None]
+        return {"route": self.name, "upstream": self.upstream, "credentials": list(self.secrets) + stand_ins,
+                "origin": self.origin}
+
+    @property
+    def host_credential(self):
+        """The host-side login or signer whose placeholder the CLI holds, or None."""
+        return self.login if self.login is not None else self.signer
 
 
 def make_placeholder(real: str | None = None) -> str:
@@ -94,7 +107,7 @@ class CredentialGateway:
                 self._real[placeholder] = (route.name, var)
                 self._secrets.add(value)
                 self._env_real[var] = value
-            if route.login is not None:
+            if route.host_credential is not None:
                 placeholder = make_placeholder()
                 self.login_placeholders[route.name] = placeholder
                 self._real[placeholder] = (route.name, "")
@@ -112,12 +125,18 @@ class CredentialGateway:
             return None
         for placeholder, (route, var) in self._real.items():
             if placeholder in text:
-                return var or getattr(self.routes[route].login, "name", "login")
+                return var or getattr(self.routes[route].host_credential, "name", "login")
         return None
 
     def scrub(self, text: str) -> str:
         """`text` with every real key replaced by a mark (an upstream error that echoes the key)."""
-        logins = (getattr(r.login, "last", None) for r in self.routes.values() if r.login is not None)
+        logins = [getattr(r.login, "last", None) for r in self.routes.values() if r.login is not None]
+        for route in self.routes.values():
+            if route.signer is not None:
+                try:
+                    logins += route.signer.secrets()
+                except Exception:  # noqa: BLE001 - credentials that cannot be read hold nothing to scrub
+                    pass
         for secret in (*self._secrets, *(t for t in logins if t)):
             if secret and secret in text:
                 text = text.replace(secret, "[model API key removed by gtd]")
@@ -172,6 +191,8 @@ class CredentialGateway:
                           f"exchanged for the real credential on its own model API ({owner})")
                 self.misuse(route, reason)
                 return None, reason
+            if not var and self.routes[route].signer is not None:
+                continue  # the signer replaces the whole header (credential_forward)
             try:
                 real = self._env_real.get(var) if var else self.routes[route].login.token()
             except Exception as exc:  # noqa: BLE001 - a login that cannot be refreshed: the CLI hears why
@@ -180,6 +201,20 @@ class CredentialGateway:
                 return None, f"{var or 'the login'} has no value on the host any more"
             value = value.replace(placeholder, real)
         return value, None
+
+    def login_files(self) -> list[tuple[str, bytes]]:
+        """(where the CLI looks for its login, the placeholder login file's bytes) for each login route."""
+        return [(str(self.routes[name].login.target), self.routes[name].login.stand_in(placeholder).encode())
+                for name, placeholder in self.login_placeholders.items() if self.routes[name].login is not None]
+
+    def route_env(self, urls: Mapping[str, str]) -> dict[str, str]:
+        """What each route tells the CLI inside (GatewayRoute.env), filled in with its URL and placeholder."""
+        env: dict[str, str] = {}
+        for name, route in self.routes.items():
+            for var, template in route.env:
+                env[var] = template.replace("{url}", urls.get(name, "")).replace(
+                    "{placeholder}", self.login_placeholders.get(name, ""))
+        return env
 
     def misuse(self, route: str, reason: str) -> None:
         if self._on_misuse is not None:

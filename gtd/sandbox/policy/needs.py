@@ -30,6 +30,8 @@ class SandboxNeeds:
     # The model APIs the CLI reaches through gtd's credential gateway (sandbox/network/credential_gateway.py: a
     # GatewayRoute each); their keys reach the CLI only as per-session placeholders.
     model_routes: list = field(default_factory=list)
+    # {cloud ("Bedrock", "Vertex"): why its credentials are not behind the gateway} (shown by `gtd doctor`).
+    gateway_gaps: dict[str, str] = field(default_factory=dict)
 
     def add_cloud(self, cloud) -> None:
         """Let in a chosen cloud provider's credentials (a providers.cloud_credentials.CloudCredentials)."""

@@ -1,0 +1,298 @@
+"""Claude on Bedrock or Vertex behind the credential gateway: the cloud identity stays on the host, which signs.
+
+Claude Code switched to a cloud (CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX) would sign each request
+itself with the person's cloud credentials, so they had to be inside the sandbox. Its SDKs allow a gateway
+instead, and gtd is that gateway:
+
+- **Bedrock.** Inside, claude gets `AWS_BEARER_TOKEN_BEDROCK` = the route's placeholder and
+  `ANTHROPIC_BEDROCK_BASE_URL` = the gateway: it then sends `Authorization: Bearer <placeholder>` and signs
+  nothing. On the host the gateway puts in the person's Bedrock API key (a real `AWS_BEARER_TOKEN_BEDROCK`),
+  or signs the request with SigV4 from the host's AWS credential chain (botocore: keys, profiles, SSO,
+  assume-role, credential_process; refreshed there). Control-plane calls (`/inference-profiles`) go to the
+  region's `bedrock.` host, model calls to `bedrock-runtime.` (or to the person's own base URL).
+- **Vertex.** Inside, claude gets `CLAUDE_CODE_SKIP_VERTEX_AUTH=1`, `ANTHROPIC_VERTEX_BASE_URL` = the gateway
+  and the placeholder as its `Authorization` custom header. The gateway mints the access token on the host
+  from the Google credential chain (google-auth: GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default
+  login) and sends each request to the region its path names (or to the person's own base URL).
+
+SigV4 and Vertex need the `cloud` extra (`pip install 'gtd[cloud]'`: botocore, google-auth). Without it, or
+without any credential on the host, there is no route: the credentials reach the sandbox as before
+(cloud_credentials.py) and `gtd doctor` says so and how to keep them out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from gtd.providers.cloud_credentials import BEDROCK, VERTEX, VERTEX_ENV_PREFIX
+from gtd.sandbox.network.credential_gateway import GatewayRoute
+
+TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
+if TYPE_CHECKING:
+    from typing import Mapping
+
+CLOUD_EXTRA = "gtd's cloud extra: pip install '.[cloud]' in gtd's source dir"
+# The switches claude still reads inside when the gateway signs: where to go, never who signs.
+SWITCHES = {
+    BEDROCK: ("CLAUDE_CODE_USE_BEDROCK", "ANTHROPIC_SMALL_FAST_MODEL_AWS_REGION", "ANTHROPIC_BEDROCK_SERVICE_TIER"),
+    VERTEX: ("CLAUDE_CODE_USE_VERTEX", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT",
+             "GCLOUD_PROJECT"),
+}
+BEDROCK_CONTROL_PLANE = ("inference-profiles", "foundation-models")  # served by `bedrock.`, not `bedrock-runtime.`
+VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+REGION = re.compile(r"^[a-z0-9-]{1,40}$")
+MAX_AWS_FILE = 256 * 1024
+MAX_GOOGLE_FILE = 64 * 1024
+GOOGLE_TYPES = ("service_account", "authorized_user")  # a key or a refresh token: nothing that runs a command
+
+
+def claude_cloud_route(kind: str, why: str, environ: Mapping[str, str] | None = None,
+                       workspace: Path | None = None) -> tuple[GatewayRoute | None, str]:
+    """(the gateway route for claude on `kind`, "") or (None, why there is none: the credentials then reach
+    the sandbox as before). Credential files in `workspace`, or linked from there, are the agent's: refused."""
+    environ = os.environ if environ is None else environ
+    if kind == BEDROCK:
+        return bedrock_route(why, environ, workspace)
+    return vertex_route(why, environ, workspace)
+
+
+def switches(kind: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """The variables claude is still given inside on `kind` behind the gateway (no credential among them)."""
+    environ = os.environ if environ is None else environ
+    names = list(SWITCHES[kind])
+    if kind == VERTEX:
+        names += sorted(k for k in environ if k.startswith(VERTEX_ENV_PREFIX))
+    return names
+
+
+# -- Bedrock ----------------------------------------------------------------------------------
+
+def bedrock_route(why: str, environ: Mapping[str, str], workspace: Path | None = None) -> tuple[GatewayRoute | None, str]:
+    key = (environ.get("AWS_BEARER_TOKEN_BEDROCK") or "").strip()
+    base = (environ.get("ANTHROPIC_BEDROCK_BASE_URL") or "").strip().rstrip("/")
+    if key:
+        region = _env_region(environ) or "us-east-1"
+        signer: object = BedrockKey(key, region, base)
+    else:
+        try:
+            import botocore.session  # noqa: F401 - only to say it is missing before reading anything
+        except ImportError:
+            return None, f"signing Bedrock requests on the host needs botocore ({CLOUD_EXTRA})"
+        with _checked_aws_files(environ, workspace) as (files, refused):
+            if refused:
+                return None, refused
+            session = _aws_session(environ, files)
+            try:
+                credentials = session.get_credentials()
+                region = _env_region(environ) or session.get_config_variable("region") or "us-east-1"
+            except Exception as exc:  # noqa: BLE001 - a broken profile: the person hears botocore's reason
+                return None, f"no usable AWS credentials on the host ({exc})"
+        if credentials is None:
+            return None, "no AWS credentials on the host"
+        if not REGION.match(str(region)):
+            region = "us-east-1"
+        signer = AwsSigner(credentials, region, base)
+    env = (("CLAUDE_CODE_USE_BEDROCK", "1"), ("ANTHROPIC_BEDROCK_BASE_URL", "{url}"),
+           ("AWS_REGION", signer.region), ("AWS_BEARER_TOKEN_BEDROCK", "{placeholder}"))
+    return GatewayRoute("bedrock", signer.upstream(""), signer=signer, env=env, origin=why), ""
+
+
+def _env_region(environ: Mapping[str, str]) -> str | None:
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        value = (environ.get(var) or "").strip()
+        if REGION.match(value):
+            return value
+    return None
+
+
+@contextlib.contextmanager
+def _checked_aws_files(environ: Mapping[str, str], workspace: Path | None):
+    """Private copies of the AWS config and credentials files, read once without trusting the workspace:
+    botocore runs what they say (credential_process) on the host, so a file the agent wrote or linked is
+    refused, and botocore reads the checked bytes, never the file again. Yields ({"config_file": copy,
+    "credentials_file": copy}, "") or ({}, why refused)."""
+    from gtd.workspace_files import read_metadata_text
+
+    home = Path(environ.get("HOME") or Path.home())
+    wanted = {"config_file": (environ.get("AWS_CONFIG_FILE"), home / ".aws" / "config"),
+              "credentials_file": (environ.get("AWS_SHARED_CREDENTIALS_FILE"), home / ".aws" / "credentials")}
+    scratch = tempfile.mkdtemp(prefix="gtd-aws-")
+    try:
+        copies: dict[str, str] = {}
+        for name, (named, default) in wanted.items():
+            path = Path(os.path.expanduser(named.strip())) if named and named.strip() else default
+            copy = os.path.join(scratch, name)
+            if os.path.lexists(path):
+                text = read_metadata_text(path, limit=MAX_AWS_FILE, untrusted=workspace)
+                if text is None:
+                    yield {}, (f"the AWS file {path} is in the workspace, reached through a link there, or not a "
+                               "regular file: gtd does not let botocore run what the agent could have written")
+                    return
+                fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "w") as out:
+                    out.write(text)
+            copies[name] = copy  # a missing file's copy is missing too: botocore reads nothing there
+        yield copies, ""
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _aws_session(environ: Mapping[str, str], files: Mapping[str, str]):
+    import botocore.session
+
+    session = botocore.session.get_session()
+    for name, path in files.items():
+        session.set_config_variable(name, path)
+    if environ.get("AWS_PROFILE"):
+        session.set_config_variable("profile", environ["AWS_PROFILE"])
+    return session
+
+
+class _BedrockUpstream:
+    name = "Bedrock"
+
+    def __init__(self, region: str, base: str):
+        self.region = region
+        self.base = base
+
+    def upstream(self, path: str) -> str:
+        """The person's base URL, else the region's control-plane host for its two calls, else bedrock-runtime."""
+        if self.base:
+            return self.base
+        plane = "bedrock" if path.split("?")[0].split("/")[0] in BEDROCK_CONTROL_PLANE else "bedrock-runtime"
+        return f"https://{plane}.{self.region}.amazonaws.com"
+
+
+class BedrockKey(_BedrockUpstream):
+    """A Bedrock API key (AWS_BEARER_TOKEN_BEDROCK on the host), put in as `Authorization: Bearer`."""
+
+    name = "AWS_BEARER_TOKEN_BEDROCK"
+
+    def __init__(self, key: str, region: str, base: str):
+        super().__init__(region, base)
+        self._key = key
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._key,)
+
+    def sign(self, method: str, url: str, headers, body: bytes) -> list[tuple[str, str]]:
+        return [("Authorization", f"Bearer {self._key}")]
+
+
+class AwsSigner(_BedrockUpstream):
+    """SigV4 with the host's AWS credentials (botocore's chain, refreshed by botocore when they expire)."""
+
+    name = "AWS credentials (SigV4, signed on the host)"
+    SIGNED = ("content-type", "accept")  # with host and x-amz-date: what a change in transit would break
+
+    def __init__(self, credentials, region: str, base: str):
+        super().__init__(region, base)
+        self._credentials = credentials
+
+    def secrets(self) -> tuple[str, ...]:
+        frozen = self._credentials.get_frozen_credentials()
+        return tuple(s for s in (frozen.secret_key, frozen.token) if s)
+
+    def sign(self, method: str, url: str, headers, body: bytes) -> list[tuple[str, str]]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        signed = {k: v for k, v in headers if k.lower() in self.SIGNED}
+        request = AWSRequest(method=method, url=url, data=body, headers=signed)
+        SigV4Auth(self._credentials.get_frozen_credentials(), "bedrock", self.region).add_auth(request)
+        return [(k, v) for k, v in request.headers.items()
+                if k.lower() in ("authorization", "x-amz-date", "x-amz-security-token")]
+
+
+# -- Vertex -----------------------------------------------------------------------------------
+
+def vertex_route(why: str, environ: Mapping[str, str], workspace: Path | None = None) -> tuple[GatewayRoute | None, str]:
+    source = _google_credential_file(environ)
+    if source is None:
+        return None, "no Google credential file on the host (GOOGLE_APPLICATION_CREDENTIALS or gcloud's ADC)"
+    try:
+        import google.auth.transport.requests  # noqa: F401 - the refresh needs it
+        from google.oauth2 import credentials as user_credentials
+        from google.oauth2 import service_account
+    except ImportError:
+        return None, f"minting Vertex tokens on the host needs google-auth ({CLOUD_EXTRA})"
+    from gtd.workspace_files import read_metadata_text
+
+    text = read_metadata_text(source, limit=MAX_GOOGLE_FILE, untrusted=workspace)
+    try:
+        info = json.loads(text) if text is not None else None
+    except ValueError:
+        info = None
+    if not isinstance(info, dict):
+        return None, (f"the Google credential file {source} is in the workspace, reached through a link there, "
+                      "or not a JSON object in a regular file")
+    kind = info.get("type")
+    if kind not in GOOGLE_TYPES:
+        return None, (f"the Google credential file {source} is of type {kind!r}: gtd mints tokens on the host "
+                      f"for {' and '.join(GOOGLE_TYPES)} only")
+    try:
+        if kind == "service_account":
+            credentials = service_account.Credentials.from_service_account_info(info, scopes=[VERTEX_SCOPE])
+        else:
+            credentials = user_credentials.Credentials.from_authorized_user_info(info, scopes=[VERTEX_SCOPE])
+    except Exception as exc:  # noqa: BLE001 - google-auth's reason names what the file lacks
+        return None, f"the Google credential file {source} cannot be used ({exc})"
+    base = (environ.get("ANTHROPIC_VERTEX_BASE_URL") or "").strip().rstrip("/")
+    signer = VertexToken(credentials, base, str(source))
+    custom = [line for line in (environ.get("ANTHROPIC_CUSTOM_HEADERS") or "").splitlines()
+              if line.strip() and not line.lower().lstrip().startswith("authorization:")]
+    env = (("CLAUDE_CODE_USE_VERTEX", "1"), ("CLAUDE_CODE_SKIP_VERTEX_AUTH", "1"),
+           ("ANTHROPIC_VERTEX_BASE_URL", "{url}"),
+           ("ANTHROPIC_CUSTOM_HEADERS", "\n".join([*custom, "Authorization: Bearer {placeholder}"])))
+    region = (environ.get("CLOUD_ML_REGION") or "us-east5").strip()
+    return GatewayRoute("vertex", signer.upstream(f"projects/-/locations/{region}/"), signer=signer, env=env,
+                        origin=why), ""
+
+
+def _google_credential_file(environ: Mapping[str, str]) -> Path | None:
+    """The file google-auth's default chain would read first (never the metadata server, which would make
+    every start wait on a network probe)."""
+    named = (environ.get("GOOGLE_APPLICATION_CREDENTIALS") or "").strip()
+    if named:
+        return Path(os.path.expanduser(named))
+    config = (environ.get("CLOUDSDK_CONFIG") or "").strip()
+    home = Path(environ.get("HOME") or Path.home())
+    adc = (Path(config) if config else home / ".config" / "gcloud") / "application_default_credentials.json"
+    return adc if adc.is_file() else None
+
+
+class VertexToken:
+    """An access token minted on the host from the Google credentials, refreshed before it expires."""
+
+    def __init__(self, credentials, base: str, source: str):
+        self.name = f"Google credentials ({source}, tokens minted on the host)"
+        self._credentials = credentials
+        self._base = base
+        self._lock = threading.Lock()
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._credentials.token,) if self._credentials.token else ()
+
+    def upstream(self, path: str) -> str:
+        """The person's base URL, else the host of the region the request's path names (Vertex is regional)."""
+        if self._base:
+            return self._base
+        found = re.match(r"projects/[^/]+/locations/([^/]+)/", path)
+        region = found.group(1) if found and REGION.match(found.group(1)) else "us-east5"
+        return ("https://aiplatform.googleapis.com/v1" if region == "global"
+                else f"https://{region}-aiplatform.googleapis.com/v1")
+
+    def sign(self, method: str, url: str, headers, body: bytes) -> list[tuple[str, str]]:
+        import google.auth.transport.requests
+
+        with self._lock:
+            if not self._credentials.valid:
+                self._credentials.refresh(google.auth.transport.requests.Request())
+            return [("Authorization", f"Bearer {self._credentials.token}")]

@@ -1,0 +1,76 @@
+"""What the fake model server needs to stand in for Amazon Bedrock and Google Vertex AI, and to check their
+authorization the way those services do.
+
+- Bedrock streams Anthropic's events inside AWS's binary event-stream framing (each a JSON `{"bytes": base64}`).
+- `sigv4_valid` checks an AWS Signature Version 4 from the request as received, written from AWS's
+  published algorithm (not botocore's code, which gtd signs with): a test then fails if gtd signs the
+  wrong path, host, body or key.
+- Google's OAuth token endpoint (`/token`) mints access tokens for a service account's signed JWT.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import zlib
+from urllib.parse import quote, unquote, urlsplit
+
+BEDROCK_INVOKE = re.compile(r"/model/([^/]+)/(invoke|invoke-with-response-stream)$")
+VERTEX_PREDICT = re.compile(r"/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/([^/:]+):(rawPredict|streamRawPredict)$")
+
+
+def event_stream_message(payload: bytes, headers: dict[str, str]) -> bytes:
+    """One message of AWS's event stream: prelude (lengths, CRC), string headers, payload, message CRC."""
+    head = b"".join(len(k).to_bytes(1, "big") + k.encode() + b"\x07" + len(v).to_bytes(2, "big") + v.encode()
+                    for k, v in headers.items())
+    prelude = (12 + len(head) + len(payload) + 4).to_bytes(4, "big") + len(head).to_bytes(4, "big")
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + head + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def bedrock_chunks(sse_events: list[bytes]) -> list[bytes]:
+    """Anthropic's SSE events, as Bedrock's invoke-with-response-stream frames them."""
+    out = []
+    for event in sse_events:
+        for line in event.decode().splitlines():
+            if line.startswith("data: "):
+                payload = json.dumps({"bytes": base64.b64encode(line[6:].encode()).decode()}).encode()
+                out.append(event_stream_message(payload, {":event-type": "chunk", ":content-type": "application/json",
+                                                          ":message-type": "event"}))
+    return out
+
+
+def _hmac(key: bytes, text: str) -> bytes:
+    return hmac.new(key, text.encode(), hashlib.sha256).digest()
+
+
+def sigv4_valid(method: str, raw_path: str, headers: dict[str, str], body: bytes, *, access_key: str,
+                secret: str, region: str, service: str = "bedrock") -> tuple[bool, str]:
+    """(valid, why not) for the SigV4 `authorization` in `headers` (lower-case names), as AWS checks it."""
+    auth = headers.get("authorization", "")
+    found = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                         r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})", auth)
+    if not found:
+        return False, f"not a SigV4 authorization: {auth[:60]!r}"
+    key_id, day, in_region, in_service, signed_names, signature = found.groups()
+    if (key_id, in_region, in_service) != (access_key, region, service):
+        return False, f"signed as {key_id}/{in_region}/{in_service}"
+    if "host" not in signed_names.split(";"):
+        return False, "host is not signed"
+    parts = urlsplit(raw_path)
+    canonical_path = quote(parts.path, safe="/-_.~")  # AWS encodes the received path again (not S3)
+    pairs = sorted((quote(unquote(k), safe="-_.~"), quote(unquote(v), safe="-_.~"))
+                   for k, _, v in (p.partition("=") for p in parts.query.split("&") if p))
+    canonical_query = "&".join(f"{k}={v}" for k, v in pairs)
+    canonical_headers = "".join(f"{n}:{' '.join(headers.get(n, '').split())}\n" for n in signed_names.split(";"))
+    canonical = "\n".join([method, canonical_path, canonical_query, canonical_headers, signed_names,
+                           hashlib.sha256(body).hexdigest()])
+    stamp = headers.get("x-amz-date", "")
+    scope = f"{day}/{region}/{service}/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = _hmac(_hmac(_hmac(_hmac(("AWS4" + secret).encode(), day), region), service), "aws4_request")
+    expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature), "signature does not match"
