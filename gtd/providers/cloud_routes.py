@@ -15,7 +15,7 @@ instead, and gtd is that gateway:
   from the Google credential chain (google-auth: GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default
   login) and sends each request to the region its path names (or to the person's own base URL).
 
-SigV4 and Vertex need the `cloud` extra (`pip install 'gtd[cloud]'`: botocore, google-auth). Without it, or
+SigV4 and Vertex need gtd's `cloud` extra (`pip install '.[cloud]'`: botocore, google-auth). Without it, or
 without any credential on the host, there is no route: the credentials reach the sandbox as before
 (cloud_credentials.py) and `gtd doctor` says so and how to keep them out.
 """

@@ -9,7 +9,8 @@ Covered: Anthropic (ANTHROPIC_BASE_URL or the default; an API key, an auth token
 login), OpenAI (OPENAI_BASE_URL or the default), the built-in providers whose default endpoint both opencode
 and pi share (OpenRouter, Groq, xAI, Google's Gemini API), and providers defined with a base URL in the
 person's own opencode or pi config. Not covered (their keys still reach the CLI, and `gtd doctor` says so):
-Bedrock and Vertex (the SDKs sign requests with cloud credentials: docs/credential-gateway.md), and other
+opencode's and pi's Bedrock and Vertex (their SDKs sign in the CLI; claude's are signed on the host:
+cloud_routes.py), and other
 built-in providers whose default endpoints gtd does not know for both CLIs (Mistral, DeepSeek, ...).
 """
 

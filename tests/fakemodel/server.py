@@ -1,4 +1,6 @@
-"""A fake model API on loopback: Anthropic Messages (SSE) and OpenAI chat completions (streaming).
+"""A fake model API on loopback: Anthropic Messages (SSE) and OpenAI chat completions (streaming), and the
+same Anthropic answers as Bedrock (`/model/<id>/invoke[-with-response-stream]`, AWS event stream) and Vertex
+(`...:rawPredict`, `...:streamRawPredict`) give them, with Google's token endpoint (`/token`): fakemodel/cloud.py.
 
 Enough to drive the real agent CLIs end to end without a model. Each test scripts what the
 "model" does as a list of steps; the server decides from the request alone which step is due
