@@ -95,3 +95,30 @@ def test_a_claude_subscription_login_stays_on_the_host_under_the_landlock_backen
     assert main and {r.headers.get("authorization") for r in main} == {f"Bearer {token}"}, explain(result)
     sent_back = json.dumps([r.body for r in main])
     assert "DUMPED" in sent_back and "gtd-placeholder-" in sent_back and token not in sent_back
+
+
+def test_claude_on_bedrock_is_signed_on_the_host_under_the_landlock_backend(claude_agent, repo, fake_model,
+                                                                            isolated_home, monkeypatch):
+    # The Bedrock route's placeholder goes to the gateway on the host's loopback; gtd signs there (SigV4).
+    import os
+
+    from fakemodel.cloud import sigv4_valid
+
+    secret = "aws-secret-" + os.urandom(12).hex()
+    for var, value in (("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_REGION", "eu-north-1"), ("AWS_ACCESS_KEY_ID", "AKIALANDLOCK"),
+                       ("AWS_SECRET_ACCESS_KEY", secret), ("ANTHROPIC_BEDROCK_BASE_URL", fake_model.url)):
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    fake_model.script([shell("env | grep -i -e aws -e bedrock; echo DUMPED"), say("Looked.")])
+    result = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", "plan", "look around",
+                             "--provider", "claude"], cwd=repo, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=300)
+    assert "Landlock backend" in result.stderr, explain(result)
+    invoked = [r for r in fake_model.requests if "/model/" in r.path]
+    assert invoked, explain(result)
+    for recorded in invoked:
+        assert sigv4_valid("POST", recorded.raw_path, recorded.headers, recorded.raw, access_key="AKIALANDLOCK",
+                           secret=secret, region="eu-north-1")[0], recorded.raw_path
+    sent_back = json.dumps([r.body for r in fake_model.main_requests()])
+    assert "DUMPED" in sent_back and "gtd-placeholder-" in sent_back and secret not in sent_back
+    assert "AKIALANDLOCK" not in sent_back
