@@ -3,8 +3,10 @@ gtd's credential gateway (sandbox/network/credential_gateway.py), and which stil
 
 Still reaching the CLI: a cloud provider's credentials (Bedrock signs each request with AWS SigV4, so the
 signing secret must be where the request is made; Vertex mints its tokens from the Google credential file
-inside the SDK), a key variable for a provider gtd has no route for, everything on macOS (no network
-namespace of its own to put the gateway in yet), and everything when the sandbox is off or at `full`.
+inside the SDK), a key variable the CLI is given that no route carries (model_routes.UNROUTED; none of the
+CLIs' own today: every built-in provider key they are given is routed whenever it is set), everything on
+macOS (no network namespace of its own to put the gateway in yet), and everything when the sandbox is off or
+at `full`.
 """
 
 from __future__ import annotations

@@ -34,13 +34,15 @@ def _both(upstream: str, *keys: str) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 # Built-in providers, by the id each CLI gives them: {cli: (its default upstream, the key variables it reads)}.
 # The upstream differs where one CLI's SDK adds a path the other's base URL holds (Mistral: @ai-sdk/mistral
-# posts to <base>/chat/completions, pi's Mistral SDK to <base>/v1/chat/completions). Every one of them sends
-# its key in a header the gateway swaps (credential_forward.AUTH_HEADERS).
+# posts to <base>/chat/completions, pi's Mistral SDK to <base>/v1/chat/completions). Each sends its key in a
+# header the gateway swaps (credential_forward.AUTH_HEADERS): `Authorization: Bearer`, or `x-api-key` where the
+# API is Anthropic's (MiniMax, pi's Fireworks). Tested end to end in tests/providers/test_builtin_routes_e2e.py.
 BUILT_IN: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
     "openrouter": _both("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
     "groq": _both("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
     "xai": _both("https://api.x.ai/v1", "XAI_API_KEY"),
-    "google": _both("https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"),
+    "google": _both("https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY",
+                    "GOOGLE_GENERATIVE_AI_API_KEY"),
     "mistral": {"opencode": ("https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)),
                 "pi": ("https://api.mistral.ai", ("MISTRAL_API_KEY",))},
     "deepseek": _both("https://api.deepseek.com", "DEEPSEEK_API_KEY"),

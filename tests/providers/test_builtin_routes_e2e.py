@@ -136,3 +136,47 @@ def test_gtd_sandbox_run_env_holds_placeholders_for_mistral_and_deepseek(cli, no
     mistral = "https://api.mistral.ai/v1" if cli == "opencode" else "https://api.mistral.ai"
     assert routes["mistral"]["upstream"] == mistral and routes["mistral"]["credentials"] == ["MISTRAL_API_KEY"]
     assert routes["deepseek"]["upstream"] == "https://api.deepseek.com", explain(explained)
+
+
+# Every other built-in route the fake server can answer (not Gemini's wire format, nor the Responses API that
+# opencode's xAI package speaks): a model of the provider in that CLI's catalogue, and the path the real API
+# is asked on (the upstream's path + the SDK's).
+OTHERS = {
+    "opencode": {"openrouter": ("openrouter/qwen/qwen3-coder", "/api/v1/chat/completions"),
+                 "groq": ("groq/llama-3.3-70b-versatile", "/openai/v1/chat/completions"),
+                 "cerebras": ("cerebras/gpt-oss-120b", "/v1/chat/completions"),
+                 "huggingface": ("huggingface/deepseek-ai/DeepSeek-V3", "/v1/chat/completions"),
+                 "moonshotai": ("moonshotai/kimi-k2.6", "/v1/chat/completions"),
+                 "minimax": ("minimax/MiniMax-M2.5", "/anthropic/v1/messages"),
+                 "fireworks-ai": ("fireworks-ai/accounts/fireworks/models/glm-5p3", "/inference/v1/chat/completions"),
+                 "togetherai": ("togetherai/deepseek-ai/DeepSeek-V4-Pro", "/v1/chat/completions")},
+    "pi": {"openrouter": ("openrouter/qwen/qwen3-coder", "/api/v1/chat/completions"),
+           "groq": ("groq/llama-3.3-70b-versatile", "/openai/v1/chat/completions"),
+           "xai": ("xai/grok-4", "/v1/chat/completions"),
+           "cerebras": ("cerebras/gpt-oss-120b", "/v1/chat/completions"),
+           "huggingface": ("huggingface/MiniMaxAI/MiniMax-M2.1", "/v1/chat/completions"),
+           "moonshotai": ("moonshotai/kimi-k2-0905-preview", "/v1/chat/completions"),
+           "minimax": ("minimax/MiniMax-M2.7", "/anthropic/v1/messages"),
+           "fireworks": ("fireworks/accounts/fireworks/models/glm-4p5", "/inference/v1/messages")},
+}
+
+
+@pytest.mark.parametrize("cli,provider_id", [(c, p) for c in sorted(OTHERS) for p in sorted(OTHERS[c])])
+def test_every_other_built_in_route_reaches_its_api_with_the_real_key(cli, provider_id, no_other_keys, fake_model,
+                                                                      uncommitted_repo, sandbox_session, monkeypatch):
+    require_cli(cli, monkeypatch)
+    model, api_path = OTHERS[cli][provider_id]
+    upstream, secrets = model_routes.BUILT_IN[provider_id][cli]
+    monkeypatch.setitem(model_routes.BUILT_IN[provider_id], cli, (at_fake_server(upstream, fake_model), secrets))
+    monkeypatch.setenv(secrets[0], REAL)
+    provider = OpencodeProvider() if cli == "opencode" else PiProvider()
+    provider.models = {"build": model}
+    session = sandbox_session(uncommitted_repo, level=Level.READWRITE, phase=Phase.BUILD,
+                              needs=provider.sandbox_needs(uncommitted_repo))
+    fake_model.script([say("All finished.")])
+    result = run_agent(provider, request_for(uncommitted_repo, "Say hi", Phase.BUILD, model=model), session,
+                       timeouts=TIMEOUTS)
+    assert result.ok, f"{result.error}\n{result.stderr[-3000:]}"
+    main = fake_model.main_requests()
+    assert main and {r.path for r in main} == {api_path}
+    assert all(REAL in (r.headers.get("authorization") or r.headers.get("x-api-key") or "") for r in main)
