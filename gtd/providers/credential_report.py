@@ -2,7 +2,9 @@
 gtd's credential gateway (sandbox/network/credential_gateway.py), and which still reach the CLI, with why.
 
 Still reaching the CLI: claude's Bedrock or Vertex credentials when the host cannot sign for them (no
-`cloud` extra, no credential on the host: cloud_routes.py), opencode's and pi's cloud credentials, a key variable for a provider gtd has no route for, everything on macOS (no network
+`cloud` extra, no credential on the host: cloud_routes.py), opencode's and pi's cloud credentials, a key
+variable the CLI is given that no route carries (model_routes.UNROUTED; none of the CLIs' own today: every
+built-in provider key they are given is routed whenever it is set), everything on macOS (no network
 namespace of its own to put the gateway in yet), and everything when the sandbox is off or at `full`.
 """
 

@@ -82,7 +82,7 @@ class OpencodeProvider(Provider):
             protected_paths=[self.home / "config", *own.sources],
             read_dirs=[self.home / "config"],
             env_passthrough=list(CREDENTIAL_ENV),
-            model_routes=routes_for("opencode", own, chosen),
+            model_routes=routes_for("opencode", own, chosen, CREDENTIAL_ENV),
         ), chosen, workspace=workspace)
 
     def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
@@ -254,7 +254,7 @@ def _error_text(error) -> str:
 def _providers(model: str | None, gateway: dict[str, str] | None = None) -> dict:
     """Provider definitions for custom endpoints (ANTHROPIC_BASE_URL / OPENAI_BASE_URL), with the model declared.
     With gtd's credential gateway (`gateway`: route -> base URL inside the sandbox), every provider behind it
-    is pointed there: Anthropic and OpenAI always, the chosen built-in one (OpenRouter, ...) when routed."""
+    is pointed there: Anthropic and OpenAI always, each built-in one (OpenRouter, Mistral, ...) routed."""
     gateway = gateway or {}
     provider_id, _, model_id = (model or "").partition("/")
     out: dict = {}
@@ -273,8 +273,9 @@ def _providers(model: str | None, gateway: dict[str, str] | None = None) -> dict
         if provider_id == "anthropic" and model_id:
             entry["models"] = {model_id: {"name": model_id, "tool_call": True}}
         out["anthropic"] = entry
-    if provider_id in BUILT_IN and provider_id in gateway:
-        out[provider_id] = {"options": {"baseURL": gateway[provider_id]}}
+    for route in gateway:  # every built-in provider behind it, chosen or only holding a key
+        if route in BUILT_IN:
+            out[route] = {"options": {"baseURL": gateway[route]}}
     return out
 
 

@@ -77,7 +77,7 @@ class PiProvider(Provider):
             protected_paths=[*(self.home / name for name in PROTECTED_NAMES), *own.sources],
             read_dirs=[self.home],
             env_passthrough=list(CREDENTIAL_ENV),
-            model_routes=routes_for("pi", own, chosen),
+            model_routes=routes_for("pi", own, chosen, CREDENTIAL_ENV),
         ), chosen, workspace=workspace)
 
     @property
@@ -215,8 +215,9 @@ def _providers(model: str | None, gateway: dict[str, str] | None = None) -> dict
         if provider_id == "anthropic" and model_id:
             entry.update(api="anthropic-messages", apiKey="ANTHROPIC_API_KEY", models=[{"id": model_id}])
         out["anthropic"] = entry
-    if provider_id in BUILT_IN and provider_id in gateway:
-        out[provider_id] = {"baseUrl": gateway[provider_id]}
+    for route in gateway:  # every built-in provider behind it, chosen or only holding a key
+        if route in BUILT_IN:
+            out[route] = {"baseUrl": gateway[route]}
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agents import require_cli
 from support import explain, run_gtd
 
@@ -29,11 +31,17 @@ def test_an_api_key_is_behind_the_gateway(repo, isolated_home, monkeypatch):
     assert "sk-one" not in json.dumps(row)
 
 
-def test_a_key_without_a_route_is_named(repo, isolated_home, monkeypatch):
-    require_cli("pi", monkeypatch)
-    row = credentials_row(repo, "pi", {"ANTHROPIC_API_KEY": "sk-one", "MISTRAL_API_KEY": "m-key"})
-    assert not row["ok"] and not row["required"]
-    assert "MISTRAL_API_KEY (no gateway route for its provider)" in row["detail"] and "m-key" not in row["detail"]
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_mistral_and_deepseek_keys_are_behind_the_gateway(cli, repo, isolated_home, monkeypatch):
+    """Their keys are the CLI's own even with no model of theirs chosen: routed to each CLI's default endpoint."""
+    require_cli(cli, monkeypatch)
+    row = credentials_row(repo, cli, {"ANTHROPIC_API_KEY": "sk-one", "MISTRAL_API_KEY": "m-key",
+                                      "DEEPSEEK_API_KEY": "d-key"})
+    assert row["ok"] and "placeholders only" in row["detail"] and "no gateway route" not in row["detail"]
+    mistral = "https://api.mistral.ai/v1" if cli == "opencode" else "https://api.mistral.ai"
+    assert f"mistral -> {mistral}: MISTRAL_API_KEY" in row["detail"]
+    assert "deepseek -> https://api.deepseek.com: DEEPSEEK_API_KEY" in row["detail"]
+    assert "m-key" not in json.dumps(row) and "d-key" not in json.dumps(row)
 
 
 def test_bedrock_with_host_credentials_is_signed_on_the_host(repo, isolated_home, monkeypatch):
