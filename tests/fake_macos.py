@@ -36,6 +36,8 @@ def add(words):
     with open(item, "wb") as f:
         f.write(bytes.fromhex(opt(words, "-X")))
 
+if args[:1] == ["-i"] and os.path.exists(os.path.join(here, "ignore-writes")):
+    sys.exit(0)  # as a `security -i` whose command failed may end
 if args[:1] == ["-i"]:
     for line in stdin.splitlines():
         words = shlex.split(line)
@@ -98,6 +100,10 @@ class FakeSecurity:
 
     def fail_writes(self) -> None:
         (self.dir / "fail-writes").write_text("")
+
+    def ignore_writes(self) -> None:
+        """`security -i` ends with status 0 without saving anything."""
+        (self.dir / "ignore-writes").write_text("")
 
     def print_hex(self) -> None:
         (self.dir / "print-hex").write_text("")

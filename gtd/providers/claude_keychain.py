@@ -114,9 +114,16 @@ def write_login(service: str, account: str, data: dict) -> None:
         result = _security(["-i"], stdin=line)
     else:
         result = _security(["add-generic-password", "-U", "-a", account, "-s", service, "-X", encoded])
-    if result.returncode != 0 or "error" in result.stderr.lower():
-        said = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+    said = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+    if result.returncode != 0:
         raise OSError(f"{SECURITY} could not save the refreshed login to the macOS Keychain: {said[0]}")
+    # `security -i` may end with status 0 although a command failed: read it back (the old refresh token is spent).
+    try:
+        saved = read_login(service, account)["claudeAiOauth"].get("accessToken")
+    except GtdError as exc:
+        raise OSError(str(exc)) from None
+    if saved != data["claudeAiOauth"].get("accessToken"):
+        raise OSError(f"{SECURITY} did not save the refreshed login to the macOS Keychain ({said[0]})")
 
 
 class KeychainLogin(ClaudeLogin):

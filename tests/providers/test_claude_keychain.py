@@ -89,7 +89,7 @@ def test_an_expired_login_is_refreshed_and_written_back_on_stdin(security, token
     saved = security.item()["claudeAiOauth"]  # the person's own claude finds the new tokens in its item
     assert saved["accessToken"] == FRESH and saved["refreshToken"] == "sk-ant-ort01-fresh"
     assert saved["subscriptionType"] == "max" and saved["expiresAt"] > time.time() * 1000
-    write = security.calls()[-1]
+    write = next(call for call in security.calls() if call["argv"][:1] == ["-i"])
     assert write["argv"] == ["-i"]  # the tokens went on stdin, never on a command line other processes can read
     assert write["stdin"].startswith('add-generic-password -U -a "dev" -s "Claude Code-credentials" -X "')
     assert not any(FRESH in arg or FRESH.encode().hex() in arg for call in security.calls() for arg in call["argv"])
@@ -102,6 +102,13 @@ def test_a_refresh_that_cannot_be_saved_stops_with_how_to_log_in_again(security,
     security.fail_writes()
     with pytest.raises(GtdError, match=r"could not refresh it .*could not save the refreshed login to the macOS "
                                        r"Keychain: .*User interaction is not allowed.*claude -p hi"):
+        KeychainLogin(tmp_path / ".credentials.json").token()
+
+
+def test_a_write_that_security_drops_silently_is_caught_by_reading_it_back(security, token_endpoint, tmp_path):
+    security.store(login(expires_in=-60))
+    security.ignore_writes()
+    with pytest.raises(GtdError, match=r"could not refresh it .*did not save the refreshed login to the macOS Keychain"):
         KeychainLogin(tmp_path / ".credentials.json").token()
 
 
