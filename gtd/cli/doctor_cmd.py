@@ -95,7 +95,7 @@ def _needs_of(provider, workspace):
 
         found = provider.sandbox_needs(workspace)
         gateway = {}
-        if sys.platform.startswith("linux"):  # as a run's: a subscription login is refreshed on the host
+        if sys.platform.startswith("linux") or sys.platform == "darwin":  # as a run's: a login is refreshed on the host
             from gtd.sandbox.network.credential_gateway import gateway_url
 
             gateway = {route.name: gateway_url(route.name) for route in found.model_routes}

@@ -124,12 +124,13 @@ def _explain_credential_files(data, write) -> None:
 
 def _explain_gateway(data, write) -> None:
     """The model APIs behind the credential gateway: the CLI holds placeholders (docs/credential-gateway.md)."""
-    routes = data.get("modelGateway") or [] if sys.platform != "darwin" else []  # Linux only, for now
+    routes = data.get("modelGateway") or []
     if routes:
         write("model credentials (the CLI holds placeholders; gtd's gateway puts the real key in on the host):\n")
+    port = "<a port of its own>" if sys.platform == "darwin" else "3129"  # macOS: on the host's loopback
     for route in routes:
         names = ", ".join(route["credentials"]) or "no credential set"
-        write(f"  http://127.0.0.1:3129/{route['route']} -> {route['upstream']} ({names}; {route['origin']})\n")
+        write(f"  http://127.0.0.1:{port}/{route['route']} -> {route['upstream']} ({names}; {route['origin']})\n")
 
 
 def _explain_registries(policy, write) -> None:

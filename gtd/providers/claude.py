@@ -10,6 +10,7 @@ and watched for in the stream by the runner either way.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from gtd.providers.agent_dirs import AgentDirs, write_json
@@ -79,21 +80,18 @@ class ClaudeProvider(Provider):
         _drop_planted_links(self.config_dir)
         _make_memory_dirs(self.config_dir, workspace)
         login = subscription_login()
-        stand_in = None
-        if login is not None and not _api_key_set():
-            # The real login stays on the host: claude gets a placeholder file, the gateway the real token.
-            stand_in = ClaudeLogin(login, self.config_dir / LOGIN_NAME)
+        # The real login stays on the host: claude gets a placeholder file, the gateway the real token.
+        stand_in = None if _api_key_set() else host_login(self.config_dir / LOGIN_NAME)
         needs.model_routes = [anthropic_route(login=stand_in)]
-        if stand_in is not None and self.login_inside:  # sandbox.claudeLogin `inside`: the login itself, read-only
+        if login is not None and stand_in is not None and self.login_inside:  # sandbox.claudeLogin `inside`: read-only
             needs.login_files[self.config_dir / LOGIN_NAME] = (login, f"claude's subscription login ({login}), "
                                                                       "sandbox.claudeLogin: inside")
             needs.model_routes = []
-        if login is not None:
-            if not _api_key_set():  # the login is what claude uses: it asks Anthropic's API about its account
-                account = host_port(ANTHROPIC_DEFAULT)
-                if account not in needs.model_hosts:
-                    needs.model_hosts.append(account)
-                    needs.model_host_origins[account] = f"claude's subscription login ({login}): its account API"
+        if stand_in is not None:  # the login is what claude uses: it asks Anthropic's API about its account
+            account = host_port(ANTHROPIC_DEFAULT)
+            if account not in needs.model_hosts:
+                needs.model_hosts.append(account)
+                needs.model_host_origins[account] = f"claude's subscription login ({stand_in.source}): its account API"
         cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: signed on the host, or as before
         if cloud is not None:
             kind, why = cloud
@@ -122,9 +120,10 @@ class ClaudeProvider(Provider):
         })
         # Reset each run: an MCP server or allow-rule planted here must not survive into the next run.
         write_json(self.config_dir / ".claude.json", {"hasCompletedOnboarding": True, "autoUpdates": False})
-        login = subscription_login()
-        if gateway and "anthropic" in gateway and login is not None and not _api_key_set():
-            ClaudeLogin(login, self.config_dir / LOGIN_NAME).token()
+        behind = gateway and "anthropic" in gateway and not _api_key_set()
+        login = host_login(self.config_dir / LOGIN_NAME) if behind else None
+        if login is not None:
+            login.token()
         else:
             check_login_fresh()
 
@@ -281,6 +280,19 @@ def subscription_login() -> Path | None:
     itself, a link or a copy, never goes into that dir."""
     own = Path(os.environ.get("HOME") or Path.home()) / ".claude" / LOGIN_NAME
     return own if os.path.lexists(own) else None
+
+
+def host_login(target: Path) -> ClaudeLogin | None:
+    """The person's login as the gateway reads it on the host, for claude looking at `target`: the login file,
+    or on macOS, when there is none, the login claude keeps in the Keychain (claude_keychain.py)."""
+    login = subscription_login()
+    if login is not None:
+        return ClaudeLogin(login, target)
+    if sys.platform == "darwin":
+        from gtd.providers.claude_keychain import keychain_login
+
+        return keychain_login(target)
+    return None
 
 
 def check_login_fresh(now: float | None = None) -> None:

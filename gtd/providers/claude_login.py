@@ -8,8 +8,8 @@ single-use). When the real access token is about to expire, gtd refreshes it on 
 and saves the new tokens to the person's file; if that cannot be done (offline, a revoked login), the run
 stops before the agent starts, saying how to log in again.
 
-Linux only for now: on macOS (no network namespace of its own, and the login in the Keychain) the CLI
-still runs as before (docs/credential-gateway.md).
+On macOS, where claude keeps its login in the Keychain when there is no such file, claude_keychain.py reads
+and writes it there instead (a subclass of ClaudeLogin).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ClaudeLogin:
             fresh = {**oauth, "accessToken": answer["access_token"],
                      "refreshToken": answer.get("refresh_token") or oauth.get("refreshToken"),
                      "expiresAt": int((time.time() + float(answer.get("expires_in") or 3600)) * 1000)}
-            _save(self.source, {**data, "claudeAiOauth": fresh})
+            self._write({**data, "claudeAiOauth": fresh})
         except (OSError, ValueError, KeyError, TypeError) as exc:
             when = oauth.get("expiresAt")
             shown = time.strftime("%Y-%m-%d %H:%M", time.localtime(when / 1000)) if isinstance(when, (int, float)) else "?"
@@ -81,6 +81,10 @@ class ClaudeLogin:
                 f"({type(exc).__name__}: {exc}). Run `claude -p hi` once outside gtd to refresh it (or set "
                 f"ANTHROPIC_API_KEY), then run gtd again") from None
         return fresh
+
+    def _write(self, data: dict) -> None:
+        """Save a refreshed login where it was read (OSError when that fails)."""
+        _save(self.source, data)
 
     # -- what the sandbox sees ----------------------------------------------------------------
     def stand_in(self, placeholder: str) -> str:

@@ -4,8 +4,9 @@ gtd's credential gateway (sandbox/network/credential_gateway.py), and which stil
 Still reaching the CLI: claude's Bedrock or Vertex credentials when the host cannot sign for them (no
 `cloud` extra, no credential on the host: cloud_routes.py), opencode's and pi's cloud credentials, a key
 variable the CLI is given that no route carries (model_routes.UNROUTED; none of the CLIs' own today: every
-built-in provider key they are given is routed whenever it is set), everything on macOS (no network
-namespace of its own to put the gateway in yet), and everything when the sandbox is off or at `full`.
+built-in provider key they are given is routed whenever it is set), and everything when the sandbox is off
+or at `full`. On macOS the gateway listens on the host's loopback (seatbelt has no network namespace to put
+it in), and claude's login may come from the Keychain: the row says both.
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
     for var in needs.env_passthrough:
         if os.environ.get(var) and var not in routed and var not in needs.env_origins and _is_key(var):
             held.append(f"{var} (no gateway route for its provider)")
-    if not sandboxed or sys.platform == "darwin":
-        why = "macOS: the gateway runs on Linux only, for now" if sys.platform == "darwin" else \
-            "the sandbox is off (or level full): the CLI runs as you"
-        return _row(False, f"the agent CLI holds its model credentials ({why})",
-                    "see docs/credential-gateway.md")
+    if not sandboxed:
+        return _row(False, "the agent CLI holds its model credentials (the sandbox is off (or level full): the CLI "
+                           "runs as you)", "see docs/credential-gateway.md")
+    if behind and sys.platform == "darwin":
+        behind.append(MACOS_GATEWAY)
     if held:
         detail = "still reach the agent CLI: " + "; ".join(held)
         if behind:
@@ -52,6 +53,11 @@ def credential_row(needs, sandboxed: bool = True) -> dict:
     if not behind:
         return _row(True, "no model credential found in the environment or a login (the CLI may fail to log in)")
     return _row(True, "the agent CLI holds placeholders only; behind gtd's gateway: " + "; ".join(behind))
+
+
+MACOS_GATEWAY = ("on macOS the gateway listens on the host's loopback at a port of its own, the one port besides "
+                 "the proxy's that the seatbelt profile lets commands reach; any local process can reach it, so only "
+                 "a request carrying this session's placeholder gets the real key put in")
 
 
 def _is_key(var: str) -> bool:

@@ -33,6 +33,9 @@ class Backend:
         """Start one command inside the sandbox; its process group is its own."""
         raise NotImplementedError
 
+    def prepare_host(self, registry) -> None:
+        """Host-side preparation once the placeholder registry exists (bwrap: its mount points); none by default."""
+
     def environment(self) -> dict[str, str]:
         """Variables this backend adds to every command's environment (a cache layer's locations)."""
         return {}
@@ -58,4 +61,22 @@ def loopback_listener():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
+    return listener
+
+
+def serve_gateway_on_loopback(credentials):
+    """The model credential gateway on the host's loopback, for a backend without a network namespace (Landlock,
+    seatbelt): the listener (its port for the CLI's base URL and the backend's network rules). Any local process
+    can reach that port, so the gateway puts a real key only in place of this session's placeholder. Each
+    login's placeholder file is written where the CLI looks for its login (there is no mount to lay it over): it
+    holds placeholders only, and the policy keeps it read-only inside."""
+    from pathlib import Path
+
+    from gtd import workspace_files
+
+    for where, stand_in in credentials.login_files():
+        target = Path(where)  # never through a link the agent left there
+        workspace_files.write_bytes(target.parent, target.name, stand_in)
+    listener = loopback_listener()
+    credentials.serve(listener)
     return listener

@@ -268,7 +268,8 @@ class SandboxSession:
 
     def gateway_urls(self) -> dict[str, str]:
         """{route: the base URL inside the sandbox} for the model APIs behind the credential gateway; empty
-        when there is none (unsandboxed, macOS): the CLI then talks to its API as configured."""
+        when there is none (unsandboxed): the CLI then talks to its API as configured. Without a network
+        namespace (Landlock, seatbelt) the port is the backend's own on the host's loopback."""
         if self._credentials is None:
             return {}
         from gtd.sandbox.network.credential_gateway import gateway_url

@@ -82,3 +82,25 @@ def test_a_login_bound_inside_by_choice_is_named_with_the_way_back(repo, isolate
     row = credentials_row(repo, "claude", {}, sandbox={"claudeLogin": "inside"})
     assert not row["ok"] and "sandbox.claudeLogin: inside" in row["detail"] and "readable inside" in row["detail"]
     assert "claudeLogin back to" in row["fix"] and "sk-ant-oat01-x" not in json.dumps(row)
+
+
+def test_on_macos_the_row_says_where_the_gateway_listens_and_that_the_login_comes_from_the_keychain(
+        isolated_home, monkeypatch):
+    """In-process, sys.platform "darwin" (no Mac here): the seatbelt backend serves the gateway on the host's
+    loopback, and claude's login may be the Keychain's."""
+    import sys
+
+    from gtd.providers.base import SandboxNeeds
+    from gtd.providers.claude_keychain import KeychainLogin
+    from gtd.providers.credential_report import credential_row
+    from gtd.providers.model_routes import anthropic_route
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    login = KeychainLogin(isolated_home / ".credentials.json", "Claude Code-credentials", "dev")
+    row = credential_row(SandboxNeeds(model_routes=[anthropic_route(login=login)]))
+    assert row["ok"], row
+    assert ("anthropic -> https://api.anthropic.com: claude's subscription login from the macOS Keychain "
+            "(a placeholder login file inside)") in row["detail"]
+    assert "host's loopback at a port of its own" in row["detail"] and "this session's placeholder" in row["detail"]
+    assert not credential_row(SandboxNeeds(model_routes=[anthropic_route(login=login)]), sandboxed=False)["ok"]

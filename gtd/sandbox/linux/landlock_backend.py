@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from gtd.errors import SandboxUnavailable
-from gtd.sandbox.backend import DOCTOR_HINT, Backend, loopback_listener
+from gtd.sandbox.backend import DOCTOR_HINT, Backend, loopback_listener, serve_gateway_on_loopback
 from gtd.sandbox.events import Violation
 
 MIN_ABI = 4  # TCP connect rules: without them the network would be open
@@ -102,18 +102,9 @@ class LandlockBackend(Backend):
 
     def _serve_model_gateway(self, credentials) -> None:
         """The model credential gateway on the host's loopback (no namespace to put it in): the CLI's base URL
-        names its port, the TCP rules allow it, and only a request carrying this session's placeholder gets
-        the real key put in. Each login's placeholder file is written where the CLI looks for its login (there
-        is no mount to lay it over): it holds placeholders only."""
-        from gtd import workspace_files
-
-        for where, stand_in in credentials.login_files():
-            target = Path(where)  # never through a link the agent left there
-            workspace_files.write_bytes(target.parent, target.name, stand_in)
-        listener = loopback_listener()
-        self._gateway_listener = listener
-        self.gateway_port = listener.getsockname()[1]
-        credentials.serve(listener)
+        names its port and the TCP rules allow it (backend.serve_gateway_on_loopback)."""
+        self._gateway_listener = serve_gateway_on_loopback(credentials)
+        self.gateway_port = self._gateway_listener.getsockname()[1]
 
     def _keep_copies(self, root: str) -> bool:
         """Copy the protected paths of a writable root outside the workspace (once per session), so it can be

@@ -3,8 +3,8 @@
 Same policy as the Linux backend: deny by default, the filesystem readable except denied reads,
 writes only under the writable roots minus protected paths, no unlink/rename of a protected path
 or of its ancestors inside a writable root (stops rename tricks), and network only to the
-session's proxy port on localhost (so no unix sockets either). Seatbelt cannot nest, and macOS
-resolves /tmp, /var and /etc to /private/..., which the profile must spell out.
+session's proxy port and its model credential gateway's port on localhost (so no unix sockets either).
+Seatbelt cannot nest, and macOS resolves /tmp, /var and /etc to /private/..., which the profile must spell out.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def _mach_rules() -> list[str]:
     return lines
 
 
-def render_profile(policy: SandboxPolicy, *, proxy_port: int) -> str:
+def render_profile(policy: SandboxPolicy, *, proxy_port: int, gateway_port: int | None = None) -> str:
+    """The profile; `gateway_port`: where the model credential gateway listens on the host's loopback."""
     if policy.unrestricted:
         raise ValueError("level full / disabled sandbox has no profile: the command runs unsandboxed")
     writable = [macos_path(p) for p in policy.writable]
@@ -157,6 +158,9 @@ def render_profile(policy: SandboxPolicy, *, proxy_port: int) -> str:
         ";; network: only the session's filtering proxy",
         "(deny network*)",
         f'(allow network-outbound (remote ip "localhost:{int(proxy_port)}"))',
-        "",
     ]
+    if gateway_port is not None:
+        lines += [";; and the model credential gateway (the real key is put in on the host)",
+                  f'(allow network-outbound (remote ip "localhost:{int(gateway_port)}"))']
+    lines.append("")
     return "\n".join(lines)

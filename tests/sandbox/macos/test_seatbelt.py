@@ -100,3 +100,24 @@ def test_library_stays_denied_when_home_is_writable(tmp_path, home):
     text = render_profile(policy, proxy_port=1).replace(macos_path(tmp_path), "/Users/dev")
     assert any(f'(subpath "/Users/dev/home")' in f for f in _forms(text, "(allow file-write*"))
     assert text.index('(subpath "/Users/dev/home/Library/Keychains")') > text.rindex("(allow file-write*")
+
+
+@pytest.mark.parametrize("level", [Level.READONLY, Level.READWRITE, Level.NETWORK])
+def test_the_model_gateway_port_is_the_only_rule_added(tmp_path, repo, home, level):
+    """The credential gateway listens on the host's loopback: the profile lets commands reach its port, and
+    nothing else changes (the Keychain stays denied)."""
+    needs = SandboxNeeds(model_hosts=["api.anthropic.com:443"], writable_dirs=[home / ".claude"],
+                         protected_paths=[home / ".claude/settings.json"])
+    policy = build_policy(GtdConfig(), workspace=repo, level=level, needs=needs, home=home)
+    before = render_profile(policy, proxy_port=49152).splitlines()
+    after = render_profile(policy, proxy_port=49152, gateway_port=49153).splitlines()
+    added = [line for line in after if line not in before]
+    assert [line for line in before if line not in after] == []
+    assert [line for line in added if not line.startswith(";;")] == ['(allow network-outbound (remote ip "localhost:49153"))']
+    outbound = [form for form in _forms("\n".join(after), "(allow network")]
+    assert outbound == ['(allow network-outbound (remote ip "localhost:49152"))',
+                        '(allow network-outbound (remote ip "localhost:49153"))']
+    assert "\n".join(after).index("(deny network*)") < "\n".join(after).index("localhost:49153")
+    text = "\n".join(after)
+    assert '(global-name "com.apple.SecurityServer")' in _forms(text, "(deny mach-lookup")[0]
+    assert f'(subpath "{macos_path(home)}/Library/Keychains")' in _forms(text, "(deny file-read* file-write*")[0]
