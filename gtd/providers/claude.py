@@ -17,7 +17,6 @@ from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.claude_login import EXPIRY_MARGIN_SECONDS, ClaudeLogin, read_login_file
 from gtd.providers.cloud_credentials import CloudCredentials, claude_cloud, claude_cloud_hosts, cloud_credentials
-from gtd.providers.cloud_routes import claude_cloud_route, switches
 from gtd.providers.model_routes import anthropic_route
 from gtd.providers.endpoints import ANTHROPIC_DEFAULT, anthropic_base_url, host_port
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -94,6 +93,8 @@ class ClaudeProvider(Provider):
                 needs.model_host_origins[account] = f"claude's subscription login ({stand_in.source}): its account API"
         cloud = claude_cloud()  # CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX: signed on the host, or as before
         if cloud is not None:
+            from gtd.providers.cloud_routes import claude_cloud_route, switches  # botocore & co. only when on a cloud
+
             kind, why = cloud
             route, gap = claude_cloud_route(kind, why, workspace=workspace)
             if route is not None:  # the cloud identity stays on the host (cloud_routes.py)

@@ -1,6 +1,8 @@
 """Bedrock's and Vertex's credentials in the real sandbox (providers/cloud_credentials.py,
-sandbox/policy/credential_files.py): when the chosen provider is Bedrock or Vertex, its variables are passed
-and its credential files are readable and not writable, while the rest of the hidden dir stays hidden;
+sandbox/policy/credential_files.py): when the chosen provider is Bedrock or Vertex and the CLI signs itself
+(opencode, pi; claude when the host cannot sign: tests/providers/test_cloud_routes.py), its variables are passed
+and its credential files are readable and not writable, while the rest of the hidden dir stays hidden; claude
+signed for on the host gets none of them;
 for any other provider neither variables nor files reach the sandbox. Files are resolved on the host:
 a link into another secret or the workspace is refused, and `gtd sandbox explain` says where each came from."""
 
@@ -62,8 +64,28 @@ def _provider(cli: str, home: Path, model: str | None):
     return provider
 
 
-BEDROCK_CHOICES = [("claude", None), ("opencode", "amazon-bedrock/anthropic.claude-sonnet-4"),
+BEDROCK_CHOICES = [("opencode", "amazon-bedrock/anthropic.claude-sonnet-4"),
                    ("pi", "amazon-bedrock/anthropic.claude-sonnet-4")]
+
+
+def _signing_in_the_cli(home: Path):
+    """pi on Bedrock: its SDK signs in the CLI, so the AWS credentials are passed in (claude's are signed on the
+    host by gtd's gateway: cloud_routes.py)."""
+    return _provider("pi", home, "amazon-bedrock/anthropic.claude-sonnet-4")
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+def test_claude_on_bedrock_signed_on_the_host_gets_no_aws_credential_inside(sandbox, repo, aws_home, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
+    assert [r.name for r in needs.model_routes] == ["bedrock"] and needs.credential_files == {}
+    s = sandbox(Level.READWRITE, needs=needs)
+    r = sh(s, f"cat {aws_home}/.aws/config {aws_home}/.aws/credentials {aws_home}/.aws/sso/cache/token.json", repo)
+    assert "sso_session" not in r.out and "AKIAFILE" not in r.out and "SSO-TOKEN" not in r.out
+    env = dict(line.split("=", 1) for line in sh(s, SHOW_ENV, repo).out.splitlines())
+    assert env.pop("AWS_BEARER_TOKEN_BEDROCK").startswith("gtd-placeholder-")
+    assert env == {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1"}
 
 
 @requires_bwrap
@@ -71,8 +93,6 @@ BEDROCK_CHOICES = [("claude", None), ("opencode", "amazon-bedrock/anthropic.clau
 @pytest.mark.parametrize("cli,model", BEDROCK_CHOICES)
 def test_bedrock_credentials_are_readable_never_writable_and_the_rest_stays_hidden(cli, model, sandbox, repo,
                                                                                     aws_home, monkeypatch):
-    if cli == "claude":
-        monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     for key, value in VERTEX_ENV.items():  # Vertex's variables are not Bedrock's: they stay out
         monkeypatch.setenv(key, value)
     needs = _provider(cli, aws_home, model).sandbox_needs(repo)
@@ -91,7 +111,7 @@ def test_bedrock_credentials_are_readable_never_writable_and_the_rest_stays_hidd
     assert "CLI-CACHE-SECRET" not in hidden.out and "PRIVATE" not in hidden.out
     assert hidden.out.split() == ["config", "credentials", "sso"]
     env = sorted(sh(s, SHOW_ENV, repo).out.splitlines())
-    expected = [f"{k}={v}" for k, v in AWS_ENV.items()] + (["CLAUDE_CODE_USE_BEDROCK=1"] if cli == "claude" else [])
+    expected = [f"{k}={v}" for k, v in AWS_ENV.items()]
     assert env == sorted(expected)
     assert (aws / "config").read_text() == "[profile dev]\nsso_session = corp\nregion = eu-west-1\n"
     assert sorted(p.name for p in (aws / "sso/cache").iterdir()) == ["token.json"]
@@ -160,11 +180,10 @@ def test_a_credential_path_linking_into_another_secret_or_the_workspace_is_not_f
                                                                                          monkeypatch):
     """~/.aws/credentials planted as a link to the ssh key, and GOOGLE_APPLICATION_CREDENTIALS naming a
     workspace symlink to it: neither is mounted, and the key stays unreadable."""
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     (aws_home / ".aws/credentials").unlink()
     (aws_home / ".aws/credentials").symlink_to(aws_home / ".ssh/id_ed25519")
     (repo / "sa.json").symlink_to(aws_home / ".ssh/id_ed25519")
-    needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
     needs.credential_files[repo / "sa.json"] = "Vertex's $GOOGLE_APPLICATION_CREDENTIALS, chosen by a test"
     s = sandbox(Level.READWRITE, needs=needs)
     refused = {str(r.path): r.reason for r in s.policy.refused_credentials}
@@ -177,11 +196,10 @@ def test_a_credential_path_linking_into_another_secret_or_the_workspace_is_not_f
 
 
 def test_a_credential_file_that_resolves_into_the_workspace_is_refused(repo, aws_home, monkeypatch):
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     (repo / "aws-config").write_text("[default]\ncredential_process = ./steal\n")
     (aws_home / ".aws/config").unlink()
     (aws_home / ".aws/config").symlink_to(repo / "aws-config")
-    needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     assert [(r.path, r.reason) for r in policy.refused_credentials] == [
         (aws_home / ".aws/config", "resolves into the workspace, which the agent can write")]
@@ -189,8 +207,7 @@ def test_a_credential_file_that_resolves_into_the_workspace_is_refused(repo, aws
 
 
 def test_the_sso_cache_is_passed_only_for_a_profile_that_signs_in_with_sso(repo, aws_home, monkeypatch):
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
-    provider = ClaudeProvider(config_dir=aws_home / ".gtd-claude")
+    provider = _signing_in_the_cli(aws_home)
     assert aws_home / ".aws/sso/cache" in provider.sandbox_needs(repo).credential_files
     monkeypatch.setenv("AWS_PROFILE", "default")  # [default] has no sso_session
     assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
@@ -201,7 +218,6 @@ def test_an_aws_config_in_the_workspace_does_not_bring_the_sso_cache(repo, aws_h
     # The SSO token cache is mounted for a profile that signs in with SSO. An AWS config the agent can write (a
     # relative AWS_CONFIG_FILE, a ~/.aws/config linked into the workspace) decided it: the agent added an
     # sso_session and had the person's SSO tokens mounted in its next sandbox.
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
     monkeypatch.setenv("AWS_PROFILE", "planted")
     (repo / "aws-config").write_text("[profile planted]\nsso_session = corp\n")
     if where == "link":
@@ -210,7 +226,7 @@ def test_an_aws_config_in_the_workspace_does_not_bring_the_sso_cache(repo, aws_h
     else:
         monkeypatch.chdir(repo)
         monkeypatch.setenv("AWS_CONFIG_FILE", "aws-config")
-    provider = ClaudeProvider(config_dir=aws_home / ".gtd-claude")
+    provider = _signing_in_the_cli(aws_home)
     assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
     (aws_home / ".aws/config").unlink()
     (aws_home / ".aws/config").write_text("[profile planted]\nsso_session = corp\n")  # the person's own: honoured
@@ -219,27 +235,39 @@ def test_an_aws_config_in_the_workspace_does_not_bring_the_sso_cache(repo, aws_h
 
 
 def test_explain_names_where_the_cloud_variables_and_files_came_from(repo, aws_home, monkeypatch):
-    if shutil.which("claude") is None:
-        pytest.skip("claude is not installed (scripts/install-agents): explain shows no provider's needs without it")
+    from gtd import paths
+
+    if shutil.which("claude") is None or shutil.which("pi") is None:
+        pytest.skip("claude or pi is not installed (scripts/install-agents): explain shows no provider's needs without it")
     (repo / ".gtdrc.json").write_text(json.dumps({"provider": "claude"}))
     out = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo, env={"CLAUDE_CODE_USE_BEDROCK": "1"})
     assert out.returncode == 0, out.stderr
-    why = "chosen by claude: CLAUDE_CODE_USE_BEDROCK=1"
-    assert f"  AWS_SECRET_ACCESS_KEY (from Bedrock, {why})\n" in out.stdout
+    # claude: signed for on the host; the route is listed, and no AWS credential or file is passed.
+    assert ("  http://127.0.0.1:3129/bedrock -> https://bedrock-runtime.eu-west-1.amazonaws.com "
+            "(AWS_BEARER_TOKEN_BEDROCK; claude: CLAUDE_CODE_USE_BEDROCK=1)\n") in out.stdout
+    assert "AWS_SECRET_ACCESS_KEY" not in out.stdout and "credential files" not in out.stdout
+    # pi signs in the CLI: its AWS variables and files are passed, each with where it came from.
+    (repo / ".gtdrc.json").write_text("{}")
+    paths.user_config_dir().mkdir(parents=True, exist_ok=True)
+    (paths.user_config_dir() / "config.json").write_text(json.dumps(
+        {"provider": "pi", "models": {"build": "amazon-bedrock/anthropic.claude-sonnet-4"}}))
+    out = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    assert "  AWS_SECRET_ACCESS_KEY (from Bedrock, " in out.stdout, out.stdout
     assert "credential files (read-only, never writable):\n" in out.stdout
-    assert f"  {aws_home}/.aws/config (from Bedrock's AWS config, {why})\n" in out.stdout
-    assert f"  {aws_home}/.aws/sso/cache (from Bedrock's SSO token cache (profile dev signs in with SSO), {why})\n" \
-        in out.stdout
-    assert "  bedrock-runtime.eu-west-1.amazonaws.com:443 (from claude: CLAUDE_CODE_USE_BEDROCK=1)\n" in out.stdout
-    plain = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo, env={"CLAUDE_CODE_USE_BEDROCK": ""})
+    assert f"  {aws_home}/.aws/config (from Bedrock's AWS config, " in out.stdout
+    assert f"  {aws_home}/.aws/sso/cache (from Bedrock's SSO token cache (profile dev signs in with SSO), " in out.stdout
+    assert "  bedrock-runtime.eu-west-1.amazonaws.com:443 (from " in out.stdout
+    (paths.user_config_dir() / "config.json").write_text(json.dumps(
+        {"provider": "pi", "models": {"build": "anthropic/claude-sonnet-4"}}))
+    plain = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo)
     assert "AWS_" not in plain.stdout and "credential files" not in plain.stdout
 
 
 def test_the_macos_profile_lets_the_credential_files_be_read_and_never_written(repo, aws_home, monkeypatch):
     from gtd.sandbox.macos.seatbelt import macos_path, render_profile
 
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
-    needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     profile = render_profile(policy, proxy_port=3128)
     config = f'(subpath "{macos_path(aws_home / ".aws/config")}")'
@@ -271,12 +299,11 @@ def test_a_credential_file_in_a_writable_path_is_refused(repo, home, tmp_path, m
 def test_why_says_a_credential_file_is_readable_and_never_writable(repo, aws_home, monkeypatch):
     from gtd.sandbox.diagnose.why import why_path
 
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
-    needs = ClaudeProvider(config_dir=aws_home / ".gtd-claude").sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     verdict = why_path(policy, aws_home / ".aws/credentials")
     assert not verdict.allowed and "readable inside the sandbox, never writable" in verdict.reason
-    assert "Bedrock's AWS credentials, chosen by claude: CLAUDE_CODE_USE_BEDROCK=1" in verdict.reason
+    assert "Bedrock's AWS credentials, chosen by " in verdict.reason
     assert "hidden" in why_path(policy, aws_home / ".aws/cli/cache/role.json").reason
 
 
