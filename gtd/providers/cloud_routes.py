@@ -46,6 +46,11 @@ SWITCHES = {
              "GCLOUD_PROJECT"),
 }
 BEDROCK_CONTROL_PLANE = ("inference-profiles", "foundation-models")  # served by `bedrock.`, not `bedrock-runtime.`
+# What the gateway signs for (method and path after the route): model calls, and the control plane's listings.
+BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?]+/(invoke|invoke-with-response-stream|converse|converse-stream|"
+                           r"count-tokens)|GET (inference-profiles|foundation-models)(/[^/?]+)?)(\?.*)?$")
+VERTEX_CALLS = re.compile(r"^POST projects/(?!\.\.?/)[^/]+/locations/(?!\.\.?/)[^/]+/publishers/anthropic/models/[^/?]+"
+                          r":(rawPredict|streamRawPredict)(\?.*)?$")
 VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 REGION = re.compile(r"^[a-z0-9-]{1,40}$")
 MAX_AWS_FILE = 256 * 1024
@@ -161,6 +166,13 @@ class _BedrockUpstream:
     def __init__(self, region: str, base: str):
         self.region = region
         self.base = base
+
+    def refuses(self, method: str, path: str) -> str | None:
+        """Why a request is not signed for, or None. Only model calls and the two listings claude makes: the
+        host's AWS identity may do far more (start async jobs writing to S3, delete inference profiles)."""
+        return None if BEDROCK_CALLS.match(f"{method.upper()} {path}") else (
+            f"{method} /{path.split('?')[0]} is not a model call; gtd signs only Bedrock's invoke and converse "
+            "calls and the inference-profile and foundation-model listings")
 
     def upstream(self, path: str) -> str:
         """The person's base URL, else the region's control-plane host for its two calls, else bedrock-runtime."""
@@ -279,6 +291,13 @@ class VertexToken:
 
     def secrets(self) -> tuple[str, ...]:
         return (self._credentials.token,) if self._credentials.token else ()
+
+    def refuses(self, method: str, path: str) -> str | None:
+        """Why a request is not given the token, or None: only Anthropic model calls (the token's scope is the
+        whole of Google Cloud)."""
+        return None if VERTEX_CALLS.match(f"{method.upper()} {path}") else (
+            f"{method} /{path.split('?')[0]} is not an Anthropic model call; gtd gives the Google token only to "
+            "rawPredict, streamRawPredict and count-tokens of publishers/anthropic models")
 
     def upstream(self, path: str) -> str:
         """The person's base URL, else the host of the region the request's path names (Vertex is regional)."""
