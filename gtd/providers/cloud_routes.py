@@ -202,7 +202,6 @@ class AwsSigner(_BedrockUpstream):
     """SigV4 with the host's AWS credentials (botocore's chain, refreshed by botocore when they expire)."""
 
     name = "AWS credentials (SigV4, signed on the host)"
-    SIGNED = ("content-type", "accept")  # with host and x-amz-date: what a change in transit would break
 
     def __init__(self, credentials, region: str, base: str):
         super().__init__(region, base)
@@ -216,8 +215,9 @@ class AwsSigner(_BedrockUpstream):
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
-        signed = {k: v for k, v in headers if k.lower() in self.SIGNED}
-        request = AWSRequest(method=method, url=url, data=body, headers=signed)
+        # Every header that goes upstream is signed (botocore leaves out the few AWS says not to, user-agent
+        # among them): AWS refuses an x-amz-* header an SDK inside added that the signature does not cover.
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
         SigV4Auth(self._credentials.get_frozen_credentials(), "bedrock", self.region).add_auth(request)
         return [(k, v) for k, v in request.headers.items()
                 if k.lower() in ("authorization", "x-amz-date", "x-amz-security-token")]
