@@ -20,7 +20,8 @@
  * (gtd moves this process into its cgroup meanwhile). Then, standing in for a PID namespace's init, it
  * stays as the command's parent and subreaper (supervise): when the command ends, whatever it left
  * running (daemons that left its process group included) is killed, and so is all of it when gtd dies
- * (SIGTERM, the launcher's parent-death signal); it exits with the command's status. */
+ * (SIGTERM, the launcher's parent-death signal); it exits with the command's status. The write watch's
+ * filter goes on in the command's own process, after all of that, right before exec. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -216,50 +217,6 @@ static void kill_children(void) {
     }
 }
 
-static int supervise(char **command, pid_t parent) {
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail("", errno);
-    struct sigaction stop = {0};
-    stop.sa_handler = on_stop;
-    sigaction(SIGTERM, &stop, NULL);
-    sigaction(SIGHUP, &stop, NULL);
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) return fail("", errno);
-    if (getppid() != parent) return FAILED; /* gtd died before that signal was set */
-    pid_t child = fork();
-    if (child < 0) return fail("", errno);
-    if (child == 0) {
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        execvp(command[0], command);
-        int err = errno;
-        fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));
-        _exit(err == ENOENT ? 127 : FAILED);
-    }
-    signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C is the command's to handle (gtd signals the group) */
-    signal(SIGQUIT, SIG_IGN);
-    signal(SIGTSTP, SIG_IGN);
-    int status = 0;
-    for (;;) {
-        if (stop_signal) break;
-        pid_t done = waitpid(-1, &status, 0);
-        if (done == child) break;
-        if (done < 0 && errno == ECHILD) break;
-    }
-    int stopped = stop_signal;
-    kill_children();
-    if (stopped) return 128 + stopped;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    int signum = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    signal(signum, SIG_DFL);
-    kill(getpid(), signum); /* the command's death, told the way a shell reads it */
-    return 128 + signum;
-}
-
-static int limit(int resource, unsigned long long value) {
-    struct rlimit rl = {value, value};
-    return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
-}
-
 /* Install the notifying filter and hand its listener to gtd; the command never holds either descriptor. */
 static void watch_writes(int sock, int filter) {
     static struct sock_filter program[BPF_MAXINSNS];
@@ -286,6 +243,57 @@ static void watch_writes(int sock, int filter) {
         close(listener);
     }
     close(sock);
+}
+
+/* watch_socket, watch_filter: the write watch's (0: none), installed in the command's process only (the
+ * launcher makes no watched call gtd needs to hear of), and closed here once it is forked. */
+static int supervise(char **command, pid_t parent, int watch_socket, int watch_filter) {
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail("", errno);
+    struct sigaction stop = {0};
+    stop.sa_handler = on_stop;
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) return fail("", errno);
+    if (getppid() != parent) return FAILED; /* gtd died before that signal was set */
+    pid_t child = fork();
+    if (child < 0) return fail("", errno);
+    if (child == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (watch_socket && watch_filter) watch_writes(watch_socket, watch_filter);
+        execvp(command[0], command);
+        int err = errno;
+        fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));
+        _exit(err == ENOENT ? 127 : FAILED);
+    }
+    if (watch_socket && watch_filter) { /* gtd's thread then sees EOF if the command never sent the listener */
+        close(watch_socket);
+        close(watch_filter);
+    }
+    signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C is the command's to handle (gtd signals the group) */
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    int status = 0;
+    for (;;) {
+        if (stop_signal) break;
+        pid_t done = waitpid(-1, &status, 0);
+        if (done == child) break;
+        if (done < 0 && errno == ECHILD) break;
+    }
+    int stopped = stop_signal;
+    kill_children();
+    if (stopped) return 128 + stopped;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    int signum = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    signal(signum, SIG_DFL);
+    kill(getpid(), signum); /* the command's death, told the way a shell reads it */
+    return 128 + signum;
+}
+
+static int limit(int resource, unsigned long long value) {
+    struct rlimit rl = {value, value};
+    return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
 }
 
 int main(int argc, char **argv) {
@@ -343,7 +351,7 @@ int main(int argc, char **argv) {
     if (abi && restrict_paths(paths, count, abi, &c)) return FAILED;
     if (contain && drop_capabilities()) return FAILED;
     if (has_seccomp && load_seccomp((int)seccomp_fd)) return FAILED;
-    if (contain) return supervise(command, parent);
+    if (contain) return supervise(command, parent, (int)watch_socket, (int)watch_filter);
     if (watch_socket && watch_filter) watch_writes((int)watch_socket, (int)watch_filter);
     execvp(command[0], command);
     int err = errno;

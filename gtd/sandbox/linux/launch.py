@@ -19,7 +19,8 @@ from inside, then exec the command (same pid, same environment).
   sent to gtd; the command never holds it. Reporting only: failing to install it is not fatal.
 - --contain: the Landlock backend, where no bubblewrap and no namespace holds the command (launch.c's
   header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp,
-  and the launcher staying the command's parent and subreaper, as a PID namespace's init would).
+  and the launcher staying the command's parent and subreaper, as a PID namespace's init would). The write
+  watch goes on there in the command's own process, after the launcher forked it, right before exec.
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -80,6 +81,14 @@ def _watch_writes(sock, filter_fd):
             os.close(listener)
 
 
+def _watch_quietly(sock, filter_fd):
+    """The write watch reports only: failing to install it leaves writes unwatched, nothing more."""
+    try:
+        _watch_writes(sock, filter_fd)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv):
     opts, command = _parse(argv)
     if not command:
@@ -115,16 +124,14 @@ def main(argv):
         if opts["seccomp"] is not None:
             contain.load_seccomp(opts["seccomp"])
         if opts["contain"]:
-            return contain.supervise(command, parent)
+            watch = (opts["watch-socket"], opts["watch-filter"]) if opts["watch-socket"] and opts["watch-filter"] else ()
+            return contain.supervise(command, parent, (lambda: _watch_quietly(*watch)) if watch else None, watch)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")
         return FAILED
     if opts["watch-socket"] and opts["watch-filter"]:
-        try:
-            _watch_writes(opts["watch-socket"], opts["watch-filter"])
-        except (OSError, ValueError):
-            pass
+        _watch_quietly(opts["watch-socket"], opts["watch-filter"])
     try:
         os.execvp(command[0], command)
     except OSError as exc:
