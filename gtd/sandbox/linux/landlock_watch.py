@@ -22,6 +22,9 @@ from gtd.sandbox.linux.write_watch import open_in_root, special
 
 ON_THE_FILE = ("open", "openat", "creat", "truncate")  # the rest act on an entry of the path's directory
 UNCHECKED = ("utimensat",)
+# An entry that exists fails these with EEXIST, one that does not fails those with ENOENT: before Landlock.
+CREATING = ("mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat")
+REMOVING = ("unlink", "unlinkat", "rmdir")
 
 
 class LandlockRefusals:
@@ -54,12 +57,16 @@ class LandlockRefusals:
         parent = open_in_root(root, os.path.dirname(path) or "/")
         if parent is None:
             return None  # the call fails with ENOENT (or ENOTDIR) before Landlock is asked
+        name = os.path.basename(path)
         try:
             where = os.readlink(f"/proc/self/fd/{parent}")
+            if call in CREATING + REMOVING and _exists(parent, name) is (call in CREATING):
+                os.close(parent)
+                return None
         except OSError:
             os.close(parent)
             return None
-        return None if self._beneath_granted(parent) else os.path.join(where, os.path.basename(path))
+        return None if self._beneath_granted(parent) else os.path.join(where, name)
 
     def _beneath_granted(self, fd: int) -> bool:
         """Whether the directory `fd` (closed here) or one above it holds a rule."""
@@ -78,3 +85,12 @@ class LandlockRefusals:
             return False
         finally:
             os.close(fd)
+
+
+def _exists(directory: int, name: str) -> bool:
+    """Whether `directory` holds the entry `name` (a link counts as itself, never followed)."""
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True

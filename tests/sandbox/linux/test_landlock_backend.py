@@ -405,8 +405,9 @@ def test_without_namespaces_the_demo_runs_its_whole_workflow(tmp_path):
 
 SILENT = ("touch ~/.bashrc-x 2>/dev/null; python3 -c 'open(\"/etc/gtd-y\", \"w\")' 2>/dev/null; "
           "(echo > /etc/gtd-w) 2>/dev/null; mkdir /usr/gtd-d 2>/dev/null; echo done")
-# Writes Landlock lets through, or that the policy allows: none may be reported by the watch.
-ALLOWED = ("echo > /dev/null; echo x > src/ok.txt; mkdir -p src/d/e; mv src/ok.txt src/d/; rm src/d/ok.txt; "
+# Writes Landlock lets through, or that fail before Landlock is asked (EEXIST, ENOENT), or that the policy
+# allows: none may be reported by the watch.
+ALLOWED = ("echo > /dev/null; mkdir -p \"$PWD/src\"; rm -f ../missing.txt; echo x > src/ok.txt; mkdir -p src/d/e; mv src/ok.txt src/d/; rm src/d/ok.txt; "
            "rmdir src/d/e; touch $TMPDIR/t; ln -s /etc $TMPDIR/l; echo > README.md; "
            "python3 -c 'import os; os.utime(\"../outside.txt\")'; python3 -c 'open(\"/etc/hostname\").read()'; "
            ": > /dev/stderr; echo done")
