@@ -399,6 +399,33 @@ def test_without_namespaces_the_demo_runs_its_whole_workflow(tmp_path):
     assert "def greet" in (target / "greet.py").read_text() and (target / "test_greet.py").is_file()
     assert not (target / ".git" / "hooks" / "pre-commit").exists()
     assert ".git/hooks/pre-commit" in result.stdout
+    # Said as what it is, in the live view and the summary: not an approval "by saved rule"
+    why = "created by gtd: the Landlock backend cannot let the agent add entries to the workspace root"
+    assert f"approved: {target}/greet.py ({why})" in result.stderr, result.stderr
+    assert sum(f"{target}/greet.py ({why})" in line for line in result.stderr.splitlines()) == 2, result.stderr
+    assert "by saved rule" not in result.stderr
+
+
+def test_without_namespaces_a_root_entry_gtd_creates_is_told_apart_in_json_and_audit(repo):
+    """--json: the decision event keeps decided_by "saved rule" (the config allows the file) and adds why gtd
+    created it; the audit records the same."""
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({"build": [{"actions": [{"write": {"path": "count.py", "content": "x = 1\n"}}]}]}))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script)}))
+    (repo / "TODO.md").write_text("# Count\n\n## Action items\n- [ ] Add count.py\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "configure gtd", cwd=repo)
+    r = subprocess.run([sys.executable, str(HARNESS), "--", str(GTD), "build", "--json"], cwd=repo,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    decisions = [e for e in events if e["event"] == "decision"]
+    why = "the Landlock backend cannot let the agent add entries to the workspace root"
+    assert [(d["target"], d["decided_by"], d.get("created_by_gtd")) for d in decisions] == \
+        [(str(repo / "count.py"), "saved rule", why)], decisions
+    assert (repo / "count.py").read_text() == "x = 1\n"
+    audit = json.loads(subprocess.run([str(GTD), "audit", "--json"], cwd=repo, capture_output=True, text=True).stdout)
+    assert [e.get("created_by_gtd") for e in audit if e.get("event") == "escalation_decision"] == [why]
 
 
 # -- the write watch: refused writes the command kept quiet about (docs/refusal-detection.md) ----------
