@@ -1,7 +1,7 @@
 /* gtd's sandbox launcher, native: the same contract as launch.py (its docstring says why each
  * layer is applied here), without starting a second Python interpreter per sandboxed command.
  *
- *     launch [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] [--watch-socket FD --watch-filter FD]
+ *     launch [--hold FD] [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] [--watch-socket FD --watch-filter FD]
  *            [--contain 1 --read PATH ... --connect PORT ... --seccomp FD --block FD] -- CMD ARG...
  *
  * Sets RLIMIT_NPROC / RLIMIT_DATA, restricts writes with Landlock to beneath the --write paths
@@ -291,6 +291,16 @@ static int supervise(char **command, pid_t parent, int watch_socket, int watch_f
     return 128 + signum;
 }
 
+/* --hold FD (under bwrap: start_hold.py): say this launcher runs, then wait for gtd's go. End of file means
+ * gtd is gone, and so must the command be: exit before applying or running anything. */
+static int hold(int fd) {
+    char byte = 'r';
+    if (send(fd, &byte, 1, MSG_NOSIGNAL) != 1) return FAILED;
+    if (read(fd, &byte, 1) != 1 || byte != '1') return FAILED;
+    close(fd);
+    return 0;
+}
+
 static int limit(int resource, unsigned long long value) {
     struct rlimit rl = {value, value};
     return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
@@ -298,10 +308,10 @@ static int limit(int resource, unsigned long long value) {
 
 int main(int argc, char **argv) {
     unsigned long long abi = 0, nproc = 0, data = 0, contain = 0, seccomp_fd = 0, block_fd = 0, port;
-    unsigned long long watch_socket = 0, watch_filter = 0;
+    unsigned long long watch_socket = 0, watch_filter = 0, hold_fd = 0;
     char **paths = calloc((size_t)argc, sizeof *paths), **reads = calloc((size_t)argc, sizeof *reads);
     unsigned long long *ports = calloc((size_t)argc, sizeof *ports);
-    int count = 0, read_count = 0, port_count = 0, i = 1, has_seccomp = 0, has_block = 0;
+    int count = 0, read_count = 0, port_count = 0, i = 1, has_seccomp = 0, has_block = 0, has_hold = 0;
     if (paths == NULL || reads == NULL || ports == NULL) return FAILED;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         const char *key = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -313,6 +323,7 @@ int main(int argc, char **argv) {
                                      : strcmp(key, "--block") == 0   ? &block_fd
                                      : strcmp(key, "--watch-socket") == 0 ? &watch_socket
                                      : strcmp(key, "--watch-filter") == 0 ? &watch_filter
+                                     : strcmp(key, "--hold") == 0         ? &hold_fd
                                                                      : NULL;
         if (value != NULL && strcmp(key, "--write") == 0) {
             paths[count++] = argv[i + 1];
@@ -326,6 +337,7 @@ int main(int argc, char **argv) {
         } else {
             has_seccomp |= target == &seccomp_fd;
             has_block |= target == &block_fd;
+            has_hold |= target == &hold_fd;
         }
     }
     char **command = argv + i + 1;
@@ -337,6 +349,7 @@ int main(int argc, char **argv) {
         fputs("gtd sandbox launcher: --contain needs --landlock and --seccomp\n", stderr);
         return FAILED;
     }
+    if (has_hold && hold((int)hold_fd)) return FAILED;
     pid_t parent = getppid();
     if (contain && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail("", errno);
     if (has_block) { /* gtd writes one byte once this process is in its cgroup; EOF: gtd is gone */
@@ -344,7 +357,7 @@ int main(int argc, char **argv) {
         if (read((int)block_fd, &go, 1) != 1) return FAILED;
         close((int)block_fd);
     }
-    if (contain && getppid() == 1) return FAILED; /* gtd died before the parent-death signal was set */
+    if (contain && getppid() != parent) return FAILED; /* gtd died before the parent-death signal was set */
     if (nproc && limit(RLIMIT_NPROC, nproc)) return FAILED;
     if (data && limit(RLIMIT_DATA, data)) return FAILED;
     struct contain c = {(int)contain, reads, read_count, ports, port_count};
