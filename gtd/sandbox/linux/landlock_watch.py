@@ -18,13 +18,11 @@ from __future__ import annotations
 import os
 import stat
 
-from gtd.sandbox.linux.write_watch import open_in_root, special
+from gtd.sandbox.linux.write_watch import CREATING, open_in_root, special
 
 ON_THE_FILE = ("open", "openat", "creat", "truncate")  # the rest act on an entry of the path's directory
 UNCHECKED = ("utimensat",)
-# An entry that exists fails these with EEXIST, one that does not fails those with ENOENT: before Landlock.
-CREATING = ("mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat")
-REMOVING = ("unlink", "unlinkat", "rmdir")
+REMOVING = ("unlink", "unlinkat", "rmdir")  # an entry that is not there: ENOENT, before Landlock is asked
 
 
 class LandlockRefusals:
@@ -60,7 +58,7 @@ class LandlockRefusals:
         name = os.path.basename(path)
         try:
             where = os.readlink(f"/proc/self/fd/{parent}")
-            if call in CREATING + REMOVING and _exists(parent, name) is (call in CREATING):
+            if call in CREATING + REMOVING and _exists(parent, name) is (call in CREATING):  # EEXIST, ENOENT
                 os.close(parent)
                 return None
         except OSError:

@@ -49,7 +49,7 @@ def for_command(policy, on_refused, refuses=None) -> WriteWatch | None:
     """A watch for one command under `policy`, reporting each refused write the policy refuses (outside
     quiet_roots) to `on_refused(path, reason)`; None on a kernel or libseccomp that cannot notify.
     `refuses(root, path, call)`: the path the kernel will refuse for that call, or None (default: the path as
-    given when it lies on one of bwrap's read-only mounts, `read_only_in`; the Landlock backend's rules,
+    given when it lies on one of bwrap's read-only mounts, `on_read_only_mount`; the Landlock backend's rules,
     resolved: landlock_watch.py)."""
     if not kernel_supported():
         return None
@@ -150,7 +150,7 @@ class WriteWatch:
     def __init__(self, decide, on_refused, refuses=None):
         self._decide = decide  # sandbox path -> the policy's reason to refuse it, or None
         # (root, path, call) -> the path the kernel will refuse (as the policy is to be asked about it), or None
-        self._refuses = refuses or (lambda root, path, call: path if read_only_in(root, path) else None)
+        self._refuses = refuses or on_read_only_mount
         self._on_refused = on_refused
         bpf, self._names = program()
         self._mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -283,6 +283,31 @@ def _string(mem, address: int) -> bytes:
             break
         data += chunk
     return data.split(b"\0", 1)[0]
+
+
+# Creating an entry that exists fails with EEXIST before the mount's EROFS or Landlock is asked.
+CREATING = ("mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat")
+
+
+def on_read_only_mount(root: int, path: str, call: str) -> str | None:
+    """bwrap's refusal: `path` when the call would meet a read-only mount (EROFS), else None."""
+    if call in CREATING and entry_exists(root, path):
+        return None  # `mkdir -p /etc/ssl`: EEXIST
+    return path if read_only_in(root, path) else None
+
+
+def entry_exists(root: int, path: str) -> bool:
+    """Whether `path`, beneath `root` (its directories resolved there), is an entry (a link as itself)."""
+    parent = open_in_root(root, os.path.dirname(path) or "/")
+    if parent is None:
+        return False
+    try:
+        os.stat(os.path.basename(path), dir_fd=parent, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(parent)
 
 
 def read_only_in(root: int, path: str) -> bool:
