@@ -10,16 +10,21 @@ which stays true); this module names the real reason, for the summary, the live 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def backend_limit(backend: str | None, policy, path: Path, workspace: Path) -> str | None:
     """Why the new entry `path` was refused though `policy` allows it: the backend's limit, or None (the
     policy's refusal, or another cause: the entry exists, its directory takes new entries)."""
+    from gtd.workspace_files import UnsafeWorkspacePath, exists
+
     parent = path.parent
-    if backend != "landlock" or os.path.lexists(path) or \
-            not (parent == workspace or any(parent in p.parents for p in policy.protected)):
+    if backend != "landlock" or not (parent == workspace or any(parent in p.parents for p in policy.protected)):
+        return None
+    try:
+        if exists(workspace, path):
+            return None
+    except (OSError, UnsafeWorkspacePath):
         return None
     from gtd.sandbox.diagnose.why import why_path
 
