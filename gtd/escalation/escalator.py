@@ -240,7 +240,9 @@ class Escalator:
         # The reviewer model (gtd.escalation.reviewer.Reviewer) under sandbox.escalationPolicy auto; None: prompt.
         self.reviewer = None
 
-    def decide(self, request: EscalationRequest) -> Decision:
+    def decide(self, request: EscalationRequest, *, created_by_gtd: str | None = None) -> Decision:
+        """`created_by_gtd`: why the sandbox refused a write its policy allows (workflow/backend_created.py), said
+        with the decision when the config indeed allows it (decided_by stays "saved rule": that holds too)."""
         with self._lock:
             if request.id in self._answers:
                 decision = self._answers[request.id]
@@ -248,11 +250,11 @@ class Escalator:
                                   decision=decision.value, decided_by=BY_EARLIER)
                 return decision
             self.audit.record("escalation_request", **request.model_dump(mode="json"))
-            decision = self._decide(request)
+            decision = self._decide(request, created_by_gtd)
             self._answers[request.id] = decision
             return decision
 
-    def _decide(self, request: EscalationRequest) -> Decision:
+    def _decide(self, request: EscalationRequest, created_by_gtd: str | None = None) -> Decision:
         unsafe = unsafe_path_reason(request, self.repo_root)
         if unsafe is not None:  # resolve first: a path that is not where it is spelled is never asked about
             self.console.print(f"[red]not grantable:[/red] {markup(unsafe, one_line=True)}")
@@ -262,7 +264,7 @@ class Escalator:
         scope = saved_rule_scope(request, self.repo_root)
         if scope is not None:
             self.audit.record("escalation_decision", id=request.id, target=request.target, decision=scope,
-                              decided_by=BY_SAVED_RULE)
+                              decided_by=BY_SAVED_RULE, **({"created_by_gtd": created_by_gtd} if created_by_gtd else {}))
             return Decision(scope)
         verdict = self._review(request) if self.reviewer is not None else None
         if verdict is not None and verdict.decision == "allow":  # once, this run only: a reviewer never saves

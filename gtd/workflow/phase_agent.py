@@ -61,6 +61,7 @@ class PhaseAgent:
         self.once_writable: list[Path] = []  # paths approved "once" for this phase
         self.once_domains: list[str] = []  # domains approved "once" for this phase
         self.new_files: set[Path] = set()  # refused writes that were creating a file (not a directory)
+        self.backend_created: dict[str, str] = {}  # refused only by the backend's limits: path -> which (backend_created)
         self.fresh_prompt: str | None = None  # for a fresh session when the stopped one cannot be resumed
         self._resuming_stopped = False  # session_id is a stopped run's (gtd.workflow.leftovers), not this run's
 
@@ -166,7 +167,7 @@ class PhaseAgent:
                 prompt = self.fresh_prompt or prompt
                 continue
             self._resuming_stopped = False
-            requests = self._write_requests(policy, denied, _watched(session))
+            requests = self._write_requests(policy, denied, _watched(session), getattr(session.backend, "name", None))
             self._stop_if_headless_denied()
             if not requests:
                 if not result.ok:
@@ -222,11 +223,14 @@ class PhaseAgent:
                                "them on")
 
     def _write_requests(self, policy: SandboxPolicy, denied: list[tuple[str, AgentEvent, str]],
-                        watched: set[str] = frozenset()) -> list[EscalationRequest]:
+                        watched: set[str] = frozenset(), backend: str | None = None) -> list[EscalationRequest]:
         """Denied writes: protected paths are only violations (never grantable); others become requests.
         Each path is resolved first (workspace_files.resolve_write_target): a path that leaves the
         workspace through `..` or goes through a symlink inside it is refused, never asked about.
-        `watched`: writes the sandbox's write watch already recorded (not recorded twice)."""
+        `watched`: writes the sandbox's write watch already recorded (not recorded twice). `backend`: the
+        sandbox's, whose own limits are named (backend_created.py)."""
+        from gtd.workflow.backend_created import backend_limit
+
         requests, seen = [], set()
         for raw_path, call, error in denied:
             try:
@@ -249,6 +253,8 @@ class PhaseAgent:
                 continue
             if not _creates_directory(path, raw_path, call, error, self.ctx.repo):
                 self.new_files.add(path)
+            if (limit := backend_limit(backend, policy, path, self.ctx.repo)) is not None:
+                self.backend_created[str(path)] = limit
             from gtd.escalation.request import EscalationRequest
 
             requests.append(EscalationRequest.create(kind="path", target=str(path), phase=self.phase, level=policy.level,
@@ -258,7 +264,7 @@ class PhaseAgent:
     def _decide(self, requests: list[EscalationRequest]) -> list[str]:
         granted = []
         for request in requests:
-            decision = self.ctx.escalator.decide(request)
+            decision = self.ctx.escalator.decide(request, created_by_gtd=self.backend_created.get(request.target))
             if decision == Decision.DENY:
                 continue
             granted.append(request.target)

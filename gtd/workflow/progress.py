@@ -25,6 +25,7 @@ from gtd.providers.events import AgentEvent, EventKind, call_detail, token_count
 from gtd.record import field, record
 from gtd.refusal_tally import RefusalTally, repeats_line
 from gtd.terminal_text import markup, visible
+from gtd.workflow.backend_created import described
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:  # rich is imported for the live view only: plain lines need none (cli/context.py LazyConsole)
@@ -86,8 +87,8 @@ class Usage:
         return text + (f" · ${self.cost_usd:.4f}" if self.cost_usd is not None else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tokens": {"input": self.input, "output": self.output} if self.reported else None,
-                "cost_usd": self.cost_usd}
+        tokens = {"input": self.input, "output": self.output}
+        return {"tokens": tokens if self.reported else None, "cost_usd": self.cost_usd}
 
 
 @record
@@ -256,17 +257,18 @@ class Progress:
             elif kind == "escalation_decision":
                 if entry.get("raised_level") and self.phase_now is not None:  # "run this phase at network"
                     self.phase_now.level = entry["raised_level"]
-                what = f"{entry.get('target')} ({entry.get('decision')}, by {entry.get('decided_by')})"
-                (self.denials if entry.get("decision") == "deny" else self.approvals).append(what)
+                (self.denials if entry.get("decision") == "deny" else self.approvals).append(described(entry))
                 self._emit("decision", id=entry.get("id"), target=entry.get("target"), decision=entry.get("decision"),
                            decided_by=entry.get("decided_by"), commit=entry.get("commit"), model=entry.get("model"),
-                           reason=entry.get("reason"))
+                           reason=entry.get("reason"), created_by_gtd=entry.get("created_by_gtd"))
                 if entry.get("commit"):
                     self._commit(entry["commit"])
                 if entry.get("decided_by") == "reviewer" and self.verbosity >= 0:
                     verb = "denied" if entry.get("decision") == "deny" else "allowed"
                     self._line(f"{markup(str(entry.get('target')))} {verb} by reviewer: "
                                f"{markup(str(entry.get('reason') or ''), one_line=True)}")
+                elif entry.get("created_by_gtd") and self.verbosity >= 0:  # the agent is resumed; nobody was asked
+                    self._line(markup(described(entry), one_line=True))
             elif kind == "reviewer_fallback":
                 self._emit("reviewer_fallback", id=entry.get("id"), target=entry.get("target"), reason=entry.get("reason"))
                 self._line(f"[yellow]reviewer gave no verdict on {markup(str(entry.get('target')))} "
@@ -404,8 +406,7 @@ class Progress:
             live.stop()
 
     def _refresh(self) -> None:
-        live = self._live
-        if live is not None:
+        if (live := self._live) is not None:
             live.refresh()
 
     def __rich__(self) -> Group:
@@ -494,7 +495,5 @@ class _FitWidth:
 
 
 def _summarize(tool_input: dict | None) -> str:
-    if not tool_input:
-        return ""
-    return _one_line(call_detail(tool_input) or json.dumps(tool_input, ensure_ascii=False), 100)
+    return _one_line(call_detail(tool_input) or json.dumps(tool_input, ensure_ascii=False), 100) if tool_input else ""
 

@@ -194,9 +194,9 @@ def test_network_decider_asks_once_per_host_one_question_at_a_time(repo):
                     console=Console(file=out, width=200), prompt_input=slow_answer)
     original = esc._decide
 
-    def tracking(request):
+    def tracking(request, *rest):
         current[0] = request.target.split(":")[0]
-        return original(request)
+        return original(request, *rest)
 
     esc._decide = tracking
     results: dict[tuple[str, int], list[bool]] = {}

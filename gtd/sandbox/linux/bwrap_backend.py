@@ -231,16 +231,19 @@ class BwrapBackend(Backend):
             "--seccomp", str(seccomp_r),
             "--info-fd", str(info_w),
             "--block-fd", str(block_r),
-            "--", *self.layers.prefix(policy, plan.args), *argv,
+            "--",
         ]
-        watch = self._write_watch(policy)
-        if watch is not None:
-            prefix = self.layers.prefix(policy, plan.args, watch=watch.launcher_args())
-            if watch.launcher_args()[0] in prefix:
-                args[args.index("--") + 1:] = [*prefix, *argv]
-            else:
+        from gtd.sandbox.linux.start_hold import StartHold
+
+        watch, hold = self._write_watch(policy), StartHold()  # a command never runs once gtd is gone
+        prefix = self.layers.prefix(policy, plan.args, watch=watch.launcher_args() if watch else (),
+                                    hold=hold.launcher_args())
+        args += [*prefix, *argv]
+        if "--hold" not in prefix:  # no launcher runs inside
+            hold.close()
+            if watch is not None:
                 watch.close()
-                watch = None
+            watch = hold = None
         cgroup = self.cgroups.take()
         relay = relay_stdio(stdin, stdout, stderr)  # nothing reopenable through /proc/self/fd
         if self.caches is not None:
@@ -248,13 +251,16 @@ class BwrapBackend(Backend):
         try:
             proc = subprocess.Popen(
                 args, env=with_shim(s.environment(env), in_step=s._in_step), stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
-                pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds, *(watch.fds if watch else ())),
+                pass_fds=(info_w, block_r, seccomp_r, *plan.fds, *launch_fds, *(watch.fds if watch else ()),
+                          *([hold.fd] if hold else ())),
                 start_new_session=True,
             )
         except BaseException:
             os.close(info_r)
             os.close(block_w)
             relay.abandon()
+            if hold is not None:
+                hold.close()
             raise
         finally:
             for fd in (info_w, block_r, seccomp_r, *launch_fds):
@@ -262,6 +268,8 @@ class BwrapBackend(Backend):
             plan.close()
             if watch is not None:
                 watch.started()
+            if hold is not None:
+                hold.started()
         relay.started()
         s._relays.append(relay)
 
@@ -311,7 +319,9 @@ class BwrapBackend(Backend):
             if attaching is not None:
                 attaching.join()  # before the command runs, so everything it starts is counted
             try:
-                os.write(block_w, b"1")  # let bwrap exec the command
+                os.write(block_w, b"1")  # let bwrap exec the command (the launcher first, which asks gtd again)
+                if hold is not None:
+                    hold.release()
             except BrokenPipeError:
                 pass  # the sandbox is gone: its gateway failed to start (_GatewayStarting said why) and killed it
         finally:
@@ -321,6 +331,8 @@ class BwrapBackend(Backend):
                 attaching.join()
             os.close(info_r)
             os.close(block_w)
+            if hold is not None:
+                hold.close()  # unless released: the launcher's answer is then its thread's
         return proc
 
     def _bwrap_failed(self, status: int | None, policy: SandboxPolicy) -> SandboxUnavailable:

@@ -70,10 +70,11 @@ def load_seccomp(fd: int) -> None:
         raise _fail()
 
 
-def supervise(command: list[str], parent: int) -> int:
+def supervise(command: list[str], parent: int, before_exec=None, inherited: tuple[int, ...] = ()) -> int:
     """Run `command` as a child and wait for it; then kill whatever it left running (orphans come here: the
     subreaper), and all of it when gtd dies (SIGTERM, this process's parent-death signal). Returns the
-    command's exit status (a signal's death is re-raised on this process)."""
+    command's exit status (a signal's death is re-raised on this process). `before_exec` runs in the child
+    (the write watch goes on there); `inherited` are its descriptors, closed here once it is forked."""
     stopped: list[int] = []
     if _prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
         raise _fail()
@@ -89,10 +90,14 @@ def supervise(command: list[str], parent: int) -> int:
             for signum in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, signal.SIG_DFL)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if before_exec is not None:
+                before_exec()
             os.execvp(command[0], command)
         except OSError as exc:
             os.write(2, f"gtd sandbox: cannot run {command[0]}: {exc.strerror}\n".encode())
             os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+    for fd in inherited:
+        os.close(fd)
     for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):
         signal.signal(signum, signal.SIG_IGN)  # the terminal's keys are the command's (gtd signals the group)
     status = 0

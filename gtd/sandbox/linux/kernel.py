@@ -69,19 +69,21 @@ class KernelLayers:
             raise
         return ["--perms", "0555", "--ro-bind-data", str(fd), INSIDE], [fd]
 
-    def prefix(self, policy=None, bwrap_args: list[str] | None = None, watch: list[str] = ()) -> list[str]:
+    def prefix(self, policy=None, bwrap_args: list[str] | None = None, watch: list[str] = (),
+               hold: list[str] = ()) -> list[str]:
         """What bwrap executes in front of the command ([] when there is nothing to apply inside).
         `policy` and `bwrap_args`: what bwrap's mounts were rendered from for this command, and the
         mount arguments themselves (the policy may add writable paths, e.g. package caches); the
         writable set is read per command, as the mounts are. `watch`: the write watch's launcher
-        arguments (write_watch.py), passed whenever the launcher runs anyway or is the native one."""
+        arguments (write_watch.py), passed whenever the launcher runs anyway or is the native one; `hold`: its
+        go from gtd (start_hold.py), passed likewise."""
         args = launcher_args(self.limits)
         if self.landlock_abi:
             args += ["--landlock", str(self.landlock_abi)]
             for path in landlock_writable(policy or self.policy, bwrap_args):
                 args += ["--write", path]
-        if watch and (args or self.native is not None):
-            args += list(watch)
+        if args or self.native is not None:
+            args = [*args, *watch, *hold]
         if not args:
             return []
         if self.native is not None:

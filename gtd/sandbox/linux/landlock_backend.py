@@ -53,6 +53,7 @@ class LandlockBackend(Backend):
         self._launcher: list[str] = []
         self._started: dict[int, subprocess.Popen] = {}  # the launchers (subprocess waits for them, not the sweep)
         self._modes: dict = {}  # the work tree's protected paths' modes at start (host/mode_guard.py)
+        self._watches: list = []  # each command's write watch (write_watch.py, asked as landlock_watch.py says)
 
     def start(self) -> None:
         s = self.session
@@ -164,9 +165,11 @@ class LandlockBackend(Backend):
         ports = [s.proxy_port, *([self.gateway_port] if self.gateway_port else []), *policy.host_loopback_ports]
         block_r, block_w = os.pipe()
         seccomp_r = filter_fd(self._program)
+        watch = self._write_watch(rules.writes)
         args = [*self._launcher, *launcher_args(policy.limits), "--landlock", str(self.layers.landlock_abi),
                 "--contain", "1", *rules.launcher_args(), *[a for p in ports for a in ("--connect", str(p))],
-                "--seccomp", str(seccomp_r), "--block", str(block_r), "--", *argv]
+                "--seccomp", str(seccomp_r), "--block", str(block_r), *(watch.launcher_args() if watch else ()),
+                "--", *argv]
         cgroup = self.cgroups.take()
         relay = relay_stdio(stdin, stdout, stderr)
         environment = s.environment(env)
@@ -174,7 +177,7 @@ class LandlockBackend(Backend):
             proc = subprocess.Popen(
                 args, cwd=str(Path(cwd).resolve()), env=with_shim(environment, in_step=s._in_step),
                 stdin=relay.stdin, stdout=relay.stdout, stderr=relay.stderr,
-                pass_fds=(block_r, seccomp_r), start_new_session=True,
+                pass_fds=(block_r, seccomp_r, *(watch.fds if watch else ())), start_new_session=True,
             )
         except BaseException:
             relay.abandon()
@@ -183,6 +186,8 @@ class LandlockBackend(Backend):
         finally:
             os.close(block_r)
             os.close(seccomp_r)
+            if watch is not None:
+                watch.started()
         relay.started()
         s._relays.append(relay)
         try:
@@ -198,6 +203,20 @@ class LandlockBackend(Backend):
         self._started[proc.pid] = proc
         return proc
 
+    def _write_watch(self, writes: list[str]):
+        """A write watch for one command (write_watch.py) that counts as refused what these Landlock rules
+        refuse (landlock_watch.py), or None where seccomp cannot notify."""
+        from gtd.sandbox.linux.landlock_watch import LandlockRefusals
+        from gtd.sandbox.linux.write_watch import for_command
+
+        s = self.session
+        policy = s.policy
+        watch = for_command(policy, lambda path, reason: s.record_violation(
+            Violation.now("write", path, policy.level, reason)), LandlockRefusals(writes))
+        if watch is not None:
+            self._watches.append(watch)
+        return watch
+
     def close(self) -> None:
         """After the session killed each command's group: kill what left it (through the cgroup, and as the
         orphans' subreaper), so nothing inside can still write; stop serving; remove the private tmp dir."""
@@ -210,6 +229,9 @@ class LandlockBackend(Backend):
             except subprocess.TimeoutExpired:
                 pass
         _kill_orphans(set(self._started))
+        for watch in self._watches:  # every process under its filter is gone
+            watch.close()
+        self._watches.clear()
         if self.cgroups is not None:
             self.cgroups.close(s.limit_hit)
         from gtd.sandbox.host.mode_guard import put_back

@@ -1,7 +1,7 @@
 /* gtd's sandbox launcher, native: the same contract as launch.py (its docstring says why each
  * layer is applied here), without starting a second Python interpreter per sandboxed command.
  *
- *     launch [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] [--watch-socket FD --watch-filter FD]
+ *     launch [--hold FD] [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES] [--watch-socket FD --watch-filter FD]
  *            [--contain 1 --read PATH ... --connect PORT ... --seccomp FD --block FD] -- CMD ARG...
  *
  * Sets RLIMIT_NPROC / RLIMIT_DATA, restricts writes with Landlock to beneath the --write paths
@@ -20,7 +20,8 @@
  * (gtd moves this process into its cgroup meanwhile). Then, standing in for a PID namespace's init, it
  * stays as the command's parent and subreaper (supervise): when the command ends, whatever it left
  * running (daemons that left its process group included) is killed, and so is all of it when gtd dies
- * (SIGTERM, the launcher's parent-death signal); it exits with the command's status. */
+ * (SIGTERM, the launcher's parent-death signal); it exits with the command's status. The write watch's
+ * filter goes on in the command's own process, after all of that, right before exec. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -216,50 +217,6 @@ static void kill_children(void) {
     }
 }
 
-static int supervise(char **command, pid_t parent) {
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail("", errno);
-    struct sigaction stop = {0};
-    stop.sa_handler = on_stop;
-    sigaction(SIGTERM, &stop, NULL);
-    sigaction(SIGHUP, &stop, NULL);
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) return fail("", errno);
-    if (getppid() != parent) return FAILED; /* gtd died before that signal was set */
-    pid_t child = fork();
-    if (child < 0) return fail("", errno);
-    if (child == 0) {
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        execvp(command[0], command);
-        int err = errno;
-        fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));
-        _exit(err == ENOENT ? 127 : FAILED);
-    }
-    signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C is the command's to handle (gtd signals the group) */
-    signal(SIGQUIT, SIG_IGN);
-    signal(SIGTSTP, SIG_IGN);
-    int status = 0;
-    for (;;) {
-        if (stop_signal) break;
-        pid_t done = waitpid(-1, &status, 0);
-        if (done == child) break;
-        if (done < 0 && errno == ECHILD) break;
-    }
-    int stopped = stop_signal;
-    kill_children();
-    if (stopped) return 128 + stopped;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    int signum = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    signal(signum, SIG_DFL);
-    kill(getpid(), signum); /* the command's death, told the way a shell reads it */
-    return 128 + signum;
-}
-
-static int limit(int resource, unsigned long long value) {
-    struct rlimit rl = {value, value};
-    return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
-}
-
 /* Install the notifying filter and hand its listener to gtd; the command never holds either descriptor. */
 static void watch_writes(int sock, int filter) {
     static struct sock_filter program[BPF_MAXINSNS];
@@ -288,12 +245,73 @@ static void watch_writes(int sock, int filter) {
     close(sock);
 }
 
+/* watch_socket, watch_filter: the write watch's (0: none), installed in the command's process only (the
+ * launcher makes no watched call gtd needs to hear of), and closed here once it is forked. */
+static int supervise(char **command, pid_t parent, int watch_socket, int watch_filter) {
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return fail("", errno);
+    struct sigaction stop = {0};
+    stop.sa_handler = on_stop;
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) return fail("", errno);
+    if (getppid() != parent) return FAILED; /* gtd died before that signal was set */
+    pid_t child = fork();
+    if (child < 0) return fail("", errno);
+    if (child == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (watch_socket && watch_filter) watch_writes(watch_socket, watch_filter);
+        execvp(command[0], command);
+        int err = errno;
+        fprintf(stderr, "gtd sandbox: cannot run %s: %s\n", command[0], strerror(err));
+        _exit(err == ENOENT ? 127 : FAILED);
+    }
+    if (watch_socket && watch_filter) { /* gtd's thread then sees EOF if the command never sent the listener */
+        close(watch_socket);
+        close(watch_filter);
+    }
+    signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C is the command's to handle (gtd signals the group) */
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    int status = 0;
+    for (;;) {
+        if (stop_signal) break;
+        pid_t done = waitpid(-1, &status, 0);
+        if (done == child) break;
+        if (done < 0 && errno == ECHILD) break;
+    }
+    int stopped = stop_signal;
+    kill_children();
+    if (stopped) return 128 + stopped;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    int signum = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    signal(signum, SIG_DFL);
+    kill(getpid(), signum); /* the command's death, told the way a shell reads it */
+    return 128 + signum;
+}
+
+/* --hold FD (under bwrap: start_hold.py): say this launcher runs, then wait for gtd's go. End of file means
+ * gtd is gone, and so must the command be: exit before applying or running anything. */
+static int hold(int fd) {
+    char byte = 'r';
+    if (send(fd, &byte, 1, MSG_NOSIGNAL) != 1) return FAILED;
+    if (read(fd, &byte, 1) != 1 || byte != '1') return FAILED;
+    close(fd);
+    return 0;
+}
+
+static int limit(int resource, unsigned long long value) {
+    struct rlimit rl = {value, value};
+    return setrlimit(resource, &rl) == 0 ? 0 : fail("", errno);
+}
+
 int main(int argc, char **argv) {
     unsigned long long abi = 0, nproc = 0, data = 0, contain = 0, seccomp_fd = 0, block_fd = 0, port;
-    unsigned long long watch_socket = 0, watch_filter = 0;
+    unsigned long long watch_socket = 0, watch_filter = 0, hold_fd = 0;
     char **paths = calloc((size_t)argc, sizeof *paths), **reads = calloc((size_t)argc, sizeof *reads);
     unsigned long long *ports = calloc((size_t)argc, sizeof *ports);
-    int count = 0, read_count = 0, port_count = 0, i = 1, has_seccomp = 0, has_block = 0;
+    int count = 0, read_count = 0, port_count = 0, i = 1, has_seccomp = 0, has_block = 0, has_hold = 0;
     if (paths == NULL || reads == NULL || ports == NULL) return FAILED;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         const char *key = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -305,6 +323,7 @@ int main(int argc, char **argv) {
                                      : strcmp(key, "--block") == 0   ? &block_fd
                                      : strcmp(key, "--watch-socket") == 0 ? &watch_socket
                                      : strcmp(key, "--watch-filter") == 0 ? &watch_filter
+                                     : strcmp(key, "--hold") == 0         ? &hold_fd
                                                                      : NULL;
         if (value != NULL && strcmp(key, "--write") == 0) {
             paths[count++] = argv[i + 1];
@@ -318,6 +337,7 @@ int main(int argc, char **argv) {
         } else {
             has_seccomp |= target == &seccomp_fd;
             has_block |= target == &block_fd;
+            has_hold |= target == &hold_fd;
         }
     }
     char **command = argv + i + 1;
@@ -329,6 +349,7 @@ int main(int argc, char **argv) {
         fputs("gtd sandbox launcher: --contain needs --landlock and --seccomp\n", stderr);
         return FAILED;
     }
+    if (has_hold && hold((int)hold_fd)) return FAILED;
     pid_t parent = getppid();
     if (contain && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return fail("", errno);
     if (has_block) { /* gtd writes one byte once this process is in its cgroup; EOF: gtd is gone */
@@ -336,14 +357,14 @@ int main(int argc, char **argv) {
         if (read((int)block_fd, &go, 1) != 1) return FAILED;
         close((int)block_fd);
     }
-    if (contain && getppid() == 1) return FAILED; /* gtd died before the parent-death signal was set */
+    if (contain && getppid() != parent) return FAILED; /* gtd died before the parent-death signal was set */
     if (nproc && limit(RLIMIT_NPROC, nproc)) return FAILED;
     if (data && limit(RLIMIT_DATA, data)) return FAILED;
     struct contain c = {(int)contain, reads, read_count, ports, port_count};
     if (abi && restrict_paths(paths, count, abi, &c)) return FAILED;
     if (contain && drop_capabilities()) return FAILED;
     if (has_seccomp && load_seccomp((int)seccomp_fd)) return FAILED;
-    if (contain) return supervise(command, parent);
+    if (contain) return supervise(command, parent, (int)watch_socket, (int)watch_filter);
     if (watch_socket && watch_filter) watch_writes((int)watch_socket, (int)watch_filter);
     execvp(command[0], command);
     int err = errno;

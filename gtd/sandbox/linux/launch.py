@@ -1,7 +1,7 @@
 """The launcher bubblewrap executes inside the sandbox: apply the kernel layers that must be set up
 from inside, then exec the command (same pid, same environment).
 
-    python -I -S launch.py [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
+    python -I -S launch.py [--hold FD] [--landlock ABI --write PATH ...] [--nproc N] [--data BYTES]
         [--watch-socket FD --watch-filter FD]
         [--contain 1 --read PATH ... --connect PORT ... --seccomp FD --block FD] -- CMD ARG...
 
@@ -15,11 +15,15 @@ from inside, then exec the command (same pid, same environment).
   reserve large address ranges up front (Node, the JVM, Go); RLIMIT_DATA counts only writable
   private memory.
 
+- --hold FD (under bwrap, sandbox/linux/start_hold.py): say the launcher runs, one byte on that socket, and
+  wait for gtd's one byte back before anything else; end of file (gtd is gone) exits 126, so the command
+  never runs without gtd.
 - The write watch (sandbox/linux/write_watch.py): a notifying seccomp filter, installed last, its listener
   sent to gtd; the command never holds it. Reporting only: failing to install it is not fatal.
 - --contain: the Landlock backend, where no bubblewrap and no namespace holds the command (launch.c's
   header says what it adds: reads and TCP by Landlock, no capabilities, parent-death signal, seccomp,
-  and the launcher staying the command's parent and subreaper, as a PID namespace's init would).
+  and the launcher staying the command's parent and subreaper, as a PID namespace's init would). The write
+  watch goes on there in the command's own process, after the launcher forked it, right before exec.
 
 Failing to apply a layer that was asked for is fatal (exit 126): the sandbox fails closed.
 Started with `-I -S` (no site, no environment, no current directory on sys.path) to keep it a
@@ -35,7 +39,7 @@ FAILED = 126
 
 def _parse(argv):
     opts = {"write": [], "read": [], "connect": [], "landlock": 0, "nproc": 0, "data": 0, "contain": 0,
-            "seccomp": None, "block": None, "watch-socket": 0, "watch-filter": 0}
+            "seccomp": None, "block": None, "watch-socket": 0, "watch-filter": 0, "hold": None}
     i = 0
     while i < len(argv) and argv[i] != "--":
         key = argv[i][2:]
@@ -80,10 +84,32 @@ def _watch_writes(sock, filter_fd):
             os.close(listener)
 
 
+def _hold(fd):
+    """Whether gtd let this launcher go on (launch.c's hold): False when gtd is gone."""
+    import socket
+
+    try:
+        with socket.socket(fileno=fd) as s:
+            s.send(b"r", socket.MSG_NOSIGNAL)
+            return s.recv(1) == b"1"
+    except OSError:
+        return False
+
+
+def _watch_quietly(sock, filter_fd):
+    """The write watch reports only: failing to install it leaves writes unwatched, nothing more."""
+    try:
+        _watch_writes(sock, filter_fd)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv):
     opts, command = _parse(argv)
     if not command:
         sys.stderr.write("gtd sandbox launcher: no command\n")
+        return FAILED
+    if opts["hold"] is not None and not _hold(opts["hold"]):
         return FAILED
     try:
         if opts["contain"] or opts["seccomp"] is not None:
@@ -98,7 +124,7 @@ def main(argv):
             if os.read(opts["block"], 1) != b"1":
                 return FAILED
             os.close(opts["block"])
-        if opts["contain"] and os.getppid() == 1:
+        if opts["contain"] and os.getppid() != parent:
             return FAILED  # gtd died before the parent-death signal was set
         if opts["nproc"]:
             resource.setrlimit(resource.RLIMIT_NPROC, (opts["nproc"], opts["nproc"]))
@@ -115,16 +141,14 @@ def main(argv):
         if opts["seccomp"] is not None:
             contain.load_seccomp(opts["seccomp"])
         if opts["contain"]:
-            return contain.supervise(command, parent)
+            watch = (opts["watch-socket"], opts["watch-filter"]) if opts["watch-socket"] and opts["watch-filter"] else ()
+            return contain.supervise(command, parent, (lambda: _watch_quietly(*watch)) if watch else None, watch)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"gtd sandbox: cannot apply the kernel limits inside the sandbox: {exc} "
                          "(`gtd doctor` checks which layers this machine gives again)\n")
         return FAILED
     if opts["watch-socket"] and opts["watch-filter"]:
-        try:
-            _watch_writes(opts["watch-socket"], opts["watch-filter"])
-        except (OSError, ValueError):
-            pass
+        _watch_quietly(opts["watch-socket"], opts["watch-filter"])
     try:
         os.execvp(command[0], command)
     except OSError as exc:

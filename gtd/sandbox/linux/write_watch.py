@@ -10,7 +10,8 @@ read-only mount (where the kernel answers EROFS; looked at with `openat2(RESOLVE
 process's own root, so a symlink inside never leads gtd to a host path) and the policy refuses it; then it
 lets the call go on (`FLAG_CONTINUE`: the kernel's mounts and Landlock decide, as without the watch).
 Recording first means a refusal is known by the time the command sees it. Reporting only: a failure here
-never stops a command, and a write Landlock alone refuses (EACCES on a writable mount) is not seen.
+never stops a command. Under bwrap a write Landlock alone refuses (EACCES on a writable mount) is not
+seen; under the Landlock backend, which has no mounts, the question is Landlock's own (landlock_watch.py).
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
 ST_RDONLY = 1
 
 
-def for_command(policy, on_refused) -> WriteWatch | None:
+def for_command(policy, on_refused, refuses=None) -> WriteWatch | None:
     """A watch for one command under `policy`, reporting each refused write the policy refuses (outside
-    quiet_roots) to `on_refused(path, reason)`; None on a kernel or libseccomp that cannot notify."""
+    quiet_roots) to `on_refused(path, reason)`; None on a kernel or libseccomp that cannot notify.
+    `refuses(root, path, call)`: the path the kernel will refuse for that call, or None (default: the path as
+    given when it lies on one of bwrap's read-only mounts, `on_read_only_mount`; the Landlock backend's rules,
+    resolved: landlock_watch.py)."""
     if not kernel_supported():
         return None
     from pathlib import Path
@@ -64,7 +68,7 @@ def for_command(policy, on_refused) -> WriteWatch | None:
         return None if verdict.allowed else verdict.reason
 
     try:
-        return WriteWatch(decide, on_refused)
+        return WriteWatch(decide, on_refused, refuses)
     except (OSError, ImportError, AttributeError, RuntimeError, ValueError):  # no libseccomp, no memfd
         return None
 
@@ -140,11 +144,13 @@ def _compile() -> bytes:
 
 
 class WriteWatch:
-    """One per sandboxed command: `fds` go to bwrap (pass_fds), `launcher_args` to the launcher; `started()`
-    once bwrap runs; `on_refused(path, reason)` is called for each refused write, once per path."""
+    """One per sandboxed command: `fds` go to bwrap or the launcher (pass_fds), `launcher_args` to the launcher;
+    `started()` once it runs; `on_refused(path, reason)` is called for each refused write, once per path."""
 
-    def __init__(self, decide, on_refused):
+    def __init__(self, decide, on_refused, refuses=None):
         self._decide = decide  # sandbox path -> the policy's reason to refuse it, or None
+        # (root, path, call) -> the path the kernel will refuse (as the policy is to be asked about it), or None
+        self._refuses = refuses or on_read_only_mount
         self._on_refused = on_refused
         bpf, self._names = program()
         self._mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -210,9 +216,11 @@ class WriteWatch:
         args = struct.unpack_from("=6Q", buf, 32)
         name = self._names.get(nr)
         try:
-            refused = self._refused(pid, _paths(pid, name, args)) if name is not None else []
+            refused = self._refused(pid, name, _paths(pid, name, args)) if name is not None else []
             fcntl.ioctl(listener, ID_VALID, struct.pack("=Q", nid))  # what was read was still that call's
             for path, reason in refused:  # recorded before the call goes on: the command sees its error after
+                if path in self._said:
+                    continue
                 self._said.add(path)
                 self._on_refused(path, reason)
         except Exception:  # noqa: BLE001 - reporting only; the call must be answered whatever happened
@@ -223,10 +231,10 @@ class WriteWatch:
             except OSError:
                 pass  # the process is gone
 
-    def _refused(self, pid: int, paths: list[str]) -> list[tuple[str, str]]:
-        """(path, the policy's reason) for each path the kernel will refuse: its nearest existing ancestor,
-        as the process sees it, is on a read-only mount (checked first: cheap, and false for almost every
-        write that succeeds), and the policy refuses it."""
+    def _refused(self, pid: int, call: str, paths: list[str]) -> list[tuple[str, str]]:
+        """(path, the policy's reason) for each path the kernel will refuse (under bwrap: its nearest existing
+        ancestor, as the process sees it, is on a read-only mount; checked first: cheap, and false for almost
+        every write that succeeds), and the policy refuses it."""
         paths = [p for p in paths if p not in self._said]
         if not paths:
             return []
@@ -234,8 +242,8 @@ class WriteWatch:
         try:
             out = []
             for path in paths:
-                if _read_only_in(root, path) and (reason := self._decide(path)) is not None:
-                    out.append((path, reason))
+                if (seen := self._refuses(root, path, call)) is not None and (reason := self._decide(seen)) is not None:
+                    out.append((seen, reason))
             return out
         finally:
             os.close(root)
@@ -277,22 +285,47 @@ def _string(mem, address: int) -> bytes:
     return data.split(b"\0", 1)[0]
 
 
-def _read_only_in(root: int, path: str) -> bool:
+# Creating an entry that exists fails with EEXIST before the mount's EROFS or Landlock is asked.
+CREATING = ("mkdir", "mkdirat", "mknod", "mknodat", "symlink", "symlinkat", "link", "linkat")
+
+
+def on_read_only_mount(root: int, path: str, call: str) -> str | None:
+    """bwrap's refusal: `path` when the call would meet a read-only mount (EROFS), else None."""
+    if call in CREATING and entry_exists(root, path):
+        return None  # `mkdir -p /etc/ssl`: EEXIST
+    return path if read_only_in(root, path) else None
+
+
+def entry_exists(root: int, path: str) -> bool:
+    """Whether `path`, beneath `root` (its directories resolved there), is an entry (a link as itself)."""
+    parent = open_in_root(root, os.path.dirname(path) or "/")
+    if parent is None:
+        return False
+    try:
+        os.stat(os.path.basename(path), dir_fd=parent, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(parent)
+
+
+def read_only_in(root: int, path: str) -> bool:
     """Whether `path`'s nearest existing ancestor, as the process whose root is `root` sees it, is on a
     read-only mount: resolved beneath that root (openat2 RESOLVE_IN_ROOT), never on the host's."""
     parts = path.strip("/").split("/")
     for end in range(len(parts), -1, -1):
-        fd = _openat2(root, "/".join(parts[:end]) or ".")
+        fd = open_in_root(root, "/".join(parts[:end]) or ".")
         if fd is None:
             continue
         try:
-            return bool(os.fstatvfs(fd).f_flag & ST_RDONLY) and not _special(fd)
+            return bool(os.fstatvfs(fd).f_flag & ST_RDONLY) and not special(fd)
         finally:
             os.close(fd)
     return False
 
 
-def _special(fd: int) -> bool:
+def special(fd: int) -> bool:
     """A device, FIFO or socket: writable on a read-only mount (/dev/null)."""
     import stat
 
@@ -314,7 +347,7 @@ def _openat2_call():
     return ctypes.CDLL(None, use_errno=True).syscall, ctypes.byref(how), ctypes.sizeof(how)
 
 
-def _openat2(dirfd: int, path: str) -> int | None:
+def open_in_root(dirfd: int, path: str) -> int | None:
     """An O_PATH descriptor of `path` beneath `dirfd` taken as the root, or None (missing, or not reachable)."""
     syscall, how, size = _openat2_call()
     fd = syscall(SYS_OPENAT2, dirfd, os.fsencode(path), how, size)

@@ -399,3 +399,97 @@ def test_without_namespaces_the_demo_runs_its_whole_workflow(tmp_path):
     assert "def greet" in (target / "greet.py").read_text() and (target / "test_greet.py").is_file()
     assert not (target / ".git" / "hooks" / "pre-commit").exists()
     assert ".git/hooks/pre-commit" in result.stdout
+    # Said as what it is, in the live view and the summary: not an approval "by saved rule"
+    why = "created by gtd: the Landlock backend cannot let the agent add entries to the workspace root"
+    assert f"approved: {target}/greet.py ({why})" in result.stderr, result.stderr
+    assert sum(f"{target}/greet.py ({why})" in line for line in result.stderr.splitlines()) == 2, result.stderr
+    assert "by saved rule" not in result.stderr
+
+
+def test_without_namespaces_a_root_entry_gtd_creates_is_told_apart_in_json_and_audit(repo):
+    """--json: the decision event keeps decided_by "saved rule" (the config allows the file) and adds why gtd
+    created it; the audit records the same."""
+    script = repo.parent / "script.json"
+    script.write_text(json.dumps({"build": [{"actions": [{"write": {"path": "count.py", "content": "x = 1\n"}}]}]}))
+    (repo / ".gtdrc.json").write_text(json.dumps({"provider": "scripted", "script": str(script)}))
+    (repo / "TODO.md").write_text("# Count\n\n## Action items\n- [ ] Add count.py\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "configure gtd", cwd=repo)
+    r = subprocess.run([sys.executable, str(HARNESS), "--", str(GTD), "build", "--json"], cwd=repo,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    decisions = [e for e in events if e["event"] == "decision"]
+    why = "the Landlock backend cannot let the agent add entries to the workspace root"
+    assert [(d["target"], d["decided_by"], d.get("created_by_gtd")) for d in decisions] == \
+        [(str(repo / "count.py"), "saved rule", why)], decisions
+    assert (repo / "count.py").read_text() == "x = 1\n"
+    audit = json.loads(subprocess.run([str(GTD), "audit", "--json"], cwd=repo, capture_output=True, text=True).stdout)
+    assert [e.get("created_by_gtd") for e in audit if e.get("event") == "escalation_decision"] == [why]
+
+
+# -- the write watch: refused writes the command kept quiet about (docs/refusal-detection.md) ----------
+
+SILENT = ("touch ~/.bashrc-x 2>/dev/null; python3 -c 'open(\"/etc/gtd-y\", \"w\")' 2>/dev/null; "
+          "(echo > /etc/gtd-w) 2>/dev/null; mkdir /usr/gtd-d 2>/dev/null; echo done")
+# Writes Landlock lets through, or that fail before Landlock is asked (EEXIST, ENOENT), or that the policy
+# allows: none may be reported by the watch.
+ALLOWED = ("echo > /dev/null; mkdir -p \"$PWD/src\"; rm -f ../missing.txt; echo x > src/ok.txt; mkdir -p src/d/e; mv src/ok.txt src/d/; rm src/d/ok.txt; "
+           "rmdir src/d/e; touch $TMPDIR/t; ln -s /etc $TMPDIR/l; echo > README.md; "
+           "python3 -c 'import os; os.utime(\"../outside.txt\")'; python3 -c 'open(\"/etc/hostname\").read()'; "
+           ": > /dev/stderr; echo done")
+
+
+@pytest.mark.parametrize("launcher", ["native", "python"])
+def test_the_write_watch_sees_refusals_the_command_kept_quiet_about(sandbox, repo, home, launcher, monkeypatch):
+    """No read-only mount here (EROFS): the watch counts as refused what Landlock's rules refuse (EACCES)."""
+    import gtd.sandbox.linux.nativelaunch as nativelaunch
+
+    if launcher == "python":
+        monkeypatch.setattr(nativelaunch, "launcher_path", lambda **kw: None)
+    elif nativelaunch.launcher_path() is None:
+        pytest.skip("no C compiler here: only the Python launcher can run")
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, SILENT, repo)
+    assert r.returncode == 0 and r.out == "done\n" and r.err == "", r.err
+    writes = sorted(v.target for v in s.violations if v.kind == "write")
+    assert writes == sorted([str(home / ".bashrc-x"), "/etc/gtd-w", "/etc/gtd-y", "/usr/gtd-d"]), writes
+    assert all("not writable at level readwrite" in v.detail for v in s.violations)
+
+
+def test_the_write_watch_reports_nothing_landlock_lets_through(sandbox, repo):
+    """utime is metadata, which Landlock does not cover: it succeeds outside the writable paths too."""
+    (repo / "src").mkdir()
+    (repo.parent / "outside.txt").write_text("")
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, ALLOWED, repo)
+    assert r.returncode == 0 and r.out == "done\n" and r.err == "", r.err
+    assert s.violations == []
+
+
+def test_the_write_watch_follows_landlock_rules_on_single_files_and_links(sandbox, repo):
+    """At plan only TODO.md is writable (a rule on the file itself); a link into a writable dir leads out of it."""
+    from gtd.config.levels import Phase
+
+    s = sandbox(Level.READONLY, config=landlock(), phase=Phase.PLAN)
+    r = sh(s, "echo '# plan' > TODO.md; (echo x > README.md) 2>/dev/null; rm README.md 2>/dev/null; echo done", repo)
+    assert r.out == "done\n" and (repo / "TODO.md").read_text() == "# plan\n", r.out + r.err
+    assert sorted(v.target for v in s.violations) == [str(repo / "README.md")], s.violations
+    (repo / "src").mkdir()
+    (repo / "src/etc").symlink_to("/etc")
+    s = sandbox(Level.READWRITE, config=landlock())
+    r = sh(s, "(echo x > src/etc/gtd-l) 2>/dev/null; echo x > src/kept; echo done", repo)
+    assert r.out == "done\n" and (repo / "src/kept").exists(), r.out + r.err
+    assert [v.target for v in s.violations] == ["/etc/gtd-l"], s.violations  # what Landlock refused, resolved
+
+
+def test_without_namespaces_sandbox_run_shows_and_audits_a_swallowed_refusal(repo, home):
+    command = "touch ~/.bashrc-x 2>/dev/null; (echo > /etc/gtd-x) 2>/dev/null; echo done"
+    r = gtd_without_namespaces(["sandbox", "run", "--level", "readwrite", "--", "sh", "-c", command], repo)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    assert "Landlock backend" in r.stderr
+    refused = [line for line in r.stderr.splitlines() if line.startswith("gtd sandbox: refused write")]
+    assert len(refused) == 2 and any("/etc/gtd-x (not writable at level readwrite" in line for line in refused), r.stderr
+    audit = json.loads(subprocess.run([str(GTD), "audit", "--json"], cwd=repo, capture_output=True, text=True).stdout)
+    targets = [e["target"] for e in audit if e.get("event") == "violation"]
+    assert "/etc/gtd-x" in targets and str(home / ".bashrc-x") in targets, audit

@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.bwrap, requires_bwrap]
 
 SILENT = ("touch ~/.bashrc-x 2>/dev/null; python3 -c 'open(\"/etc/gtd-y\", \"w\")' 2>/dev/null; "
           "(echo > /etc/gtd-w) 2>/dev/null; mkdir /usr/gtd-d 2>/dev/null; echo done")
-# Writes that succeed, or that are not the sandbox's refusals: none may be reported.
-ALLOWED = ("echo > /dev/null; echo x > ok.txt; mkdir -p d/e; mv ok.txt d/; rm d/ok.txt; rmdir d/e; touch /tmp/t; "
+# Writes that succeed, or that are not the sandbox's refusals (mkdir of what exists: EEXIST): none may be reported.
+ALLOWED = ("echo > /dev/null; mkdir -p /usr/bin; echo x > ok.txt; mkdir -p d/e; mv ok.txt d/; rm d/ok.txt; rmdir d/e; touch /tmp/t; "
            "ln -s /etc /tmp/l; python3 -c 'open(\"/etc/hostname\").read()'; cat /etc/passwd > /dev/null; "
            ": > /dev/stderr; echo done")
 
