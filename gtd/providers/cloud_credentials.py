@@ -108,8 +108,9 @@ def add_chosen_clouds(needs, chosen: Iterable[tuple[str, str]], environ: Mapping
     home = Path(environ.get("HOME") or Path.home())
     for kind, why in chosen_clouds(chosen):
         needs.add_cloud(cloud_credentials(kind, why, home, environ, workspace))
-        needs.gateway_gaps[kind] = ("opencode and pi sign cloud requests in the CLI: only claude's are signed "
-                                    "on the host")
+        needs.gateway_gaps[kind] = ("opencode's and pi's Vertex SDKs mint Google tokens in the CLI from your "
+                                    "credential files: only claude's Vertex requests are signed on the host"
+                                    if kind == VERTEX else "opencode and pi sign Bedrock requests in the CLI")
     return needs
 
 
