@@ -14,7 +14,8 @@ Vertex, the provider adds what that chain reads:
 - Vertex: the Google project/region variables and claude's Vertex switches; the file
   GOOGLE_APPLICATION_CREDENTIALS names and gcloud's `application_default_credentials.json`, read-only.
 
-Which files are really mounted, after resolving them on the host, is decided by
+Only when gtd cannot sign on the host (cloud_routes.py for claude, cli_cloud_routes.py for opencode's and
+pi's Bedrock; never for their Vertex). Which files are really mounted, after resolving them on the host, is decided by
 sandbox/policy/credential_files.py. Chosen: claude by CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX in
 gtd's environment; opencode and pi by the chosen model's provider (`amazon-bedrock/...`,
 `google-vertex/...`, `google-vertex-anthropic/...`).
