@@ -64,11 +64,15 @@ def add_cli_clouds(needs, cli: str, own, chosen: Iterable[tuple[str, str]], envi
 def bedrock_route(cli: str, own, why: str, environ: Mapping[str, str], workspace: Path | None = None):
     """(the `bedrock` route for opencode or pi, "") or (None, why there is none)."""
     from gtd.providers.cloud_routes import bedrock_route as route_for
+    from gtd.providers.model_routes import real_user_key
 
     entry = (own.providers.get(PROVIDER) if own is not None else None) or {}
     options = entry.get("options") if isinstance(entry.get("options"), dict) else {}
     if cli == "opencode":
         base, region = options.get("endpoint") or options.get("baseURL"), options.get("region")
+        key = real_user_key(cli, entry)  # opencode's options.apiKey: a Bedrock API key, before the variable
+        if key:
+            environ = {**environ, "AWS_BEARER_TOKEN_BEDROCK": key}
     else:
         base, region = entry.get("baseUrl"), None
     base = base.strip() if isinstance(base, str) else ""
