@@ -46,6 +46,11 @@ SWITCHES = {
              "GCLOUD_PROJECT"),
 }
 BEDROCK_CONTROL_PLANE = ("inference-profiles", "foundation-models")  # served by `bedrock.`, not `bedrock-runtime.`
+# What the gateway signs for (method and path after the route): model calls, and the control plane's listings.
+BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?]+/(invoke|invoke-with-response-stream|converse|converse-stream|"
+                           r"count-tokens)|GET (inference-profiles|foundation-models)(/[^/?]+)?)(\?.*)?$")
+VERTEX_CALLS = re.compile(r"^POST projects/(?!\.\.?/)[^/]+/locations/(?!\.\.?/)[^/]+/publishers/anthropic/models/[^/?]+"
+                          r":(rawPredict|streamRawPredict)(\?.*)?$")
 VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 REGION = re.compile(r"^[a-z0-9-]{1,40}$")
 MAX_AWS_FILE = 256 * 1024
@@ -167,6 +172,13 @@ class _BedrockUpstream:
         self.region = region
         self.base = base
 
+    def refuses(self, method: str, path: str) -> str | None:
+        """Why a request is not signed for, or None. Only model calls and the two listings claude makes: the
+        host's AWS identity may do far more (start async jobs writing to S3, delete inference profiles)."""
+        return None if BEDROCK_CALLS.match(f"{method.upper()} {path}") else (
+            f"{method} /{path.split('?')[0]} is not a model call; gtd signs only Bedrock's invoke and converse "
+            "calls and the inference-profile and foundation-model listings")
+
     def upstream(self, path: str) -> str:
         """The person's base URL, else the region's control-plane host for its two calls, else bedrock-runtime."""
         if self.base:
@@ -195,7 +207,6 @@ class AwsSigner(_BedrockUpstream):
     """SigV4 with the host's AWS credentials (botocore's chain, refreshed by botocore when they expire)."""
 
     name = "AWS credentials (SigV4, signed on the host)"
-    SIGNED = ("content-type", "accept")  # with host and x-amz-date: what a change in transit would break
 
     def __init__(self, credentials, region: str, base: str):
         super().__init__(region, base)
@@ -209,8 +220,9 @@ class AwsSigner(_BedrockUpstream):
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
-        signed = {k: v for k, v in headers if k.lower() in self.SIGNED}
-        request = AWSRequest(method=method, url=url, data=body, headers=signed)
+        # Every header that goes upstream is signed (botocore leaves out the few AWS says not to, user-agent
+        # among them): AWS refuses an x-amz-* header an SDK inside added that the signature does not cover.
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
         SigV4Auth(self._credentials.get_frozen_credentials(), "bedrock", self.region).add_auth(request)
         return [(k, v) for k, v in request.headers.items()
                 if k.lower() in ("authorization", "x-amz-date", "x-amz-security-token")]
@@ -284,6 +296,13 @@ class VertexToken:
 
     def secrets(self) -> tuple[str, ...]:
         return (self._credentials.token,) if self._credentials.token else ()
+
+    def refuses(self, method: str, path: str) -> str | None:
+        """Why a request is not given the token, or None: only Anthropic model calls (the token's scope is the
+        whole of Google Cloud)."""
+        return None if VERTEX_CALLS.match(f"{method.upper()} {path}") else (
+            f"{method} /{path.split('?')[0]} is not an Anthropic model call; gtd gives the Google token only to "
+            "rawPredict, streamRawPredict and count-tokens of publishers/anthropic models")
 
     def upstream(self, path: str) -> str:
         """The person's base URL, else the host of the region the request's path names (Vertex is regional)."""

@@ -91,6 +91,9 @@ class RecordingSigner:
     def upstream(self, path):
         return "http://127.0.0.1:9"  # never reached in these tests
 
+    def refuses(self, method, path):
+        return None if path.startswith("model/") else f"{method} /{path} is not a model call"
+
     def sign(self, method, url, headers, body):
         self.signed.append(url)
         raise RuntimeError("stop here")
@@ -127,9 +130,41 @@ def test_the_gateway_signs_only_for_this_sessions_placeholder():
         answer = ask(port, "/bedrock/model/m/invoke", f"Bearer {mine}")
         assert answer.startswith(b"HTTP/1.1 502") and b"cannot sign for bedrock: stop here" in answer
         assert signer.signed == ["http://127.0.0.1:9/model/m/invoke"]
-        # Its placeholder sent elsewhere is misuse too.
+        # Its placeholder sent elsewhere is misuse too, and so is a call that is not a model call.
         assert ask(port, "/anthropic/v1/messages", f"Bearer {mine}").startswith(b"HTTP/1.1 403")
-        assert misuse == ["bedrock", "anthropic"]
+        refused = ask(port, "/bedrock/async-invoke", f"Bearer {mine}")
+        assert refused.startswith(b"HTTP/1.1 403") and b"not a model call" in refused
+        assert misuse == ["bedrock", "anthropic", "bedrock"] and len(signer.signed) == 1
     finally:
         gateway.stop_serving(listener)
         listener.close()
+
+
+@pytest.mark.parametrize("method,path,signed", [
+    ("POST", "model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream", True),
+    ("POST", "model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream", True),
+    ("POST", "model/x/count-tokens", True),
+    ("GET", "inference-profiles?type=SYSTEM_DEFINED", True),
+    ("POST", "async-invoke", False),  # writes its answer to S3 with the host's identity
+    ("DELETE", "inference-profiles/mine", False),
+    ("POST", "model/x/invoke/../../guardrails", False),
+    ("GET", "model/x/invoke", False),
+    ("POST", "model/../invoke", False),
+])
+def test_bedrock_signs_model_calls_only(method, path, signed):
+    route, _ = claude_cloud_route(BEDROCK, "test", {"AWS_BEARER_TOKEN_BEDROCK": "k", "AWS_REGION": "us-east-1"})
+    assert (route.signer.refuses(method, path) is None) == signed
+
+
+@pytest.mark.parametrize("path,signed", [
+    ("projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict", True),
+    ("projects/p/locations/global/publishers/anthropic/models/count-tokens:rawPredict", True),
+    ("projects/p/locations/us-east5/publishers/google/models/gemini:generateContent", False),
+    ("projects/p/locations/us-east5/endpoints", False),
+])
+def test_vertex_tokens_go_to_anthropic_model_calls_only(tmp_path, path, signed):
+    pytest.importorskip("google.auth")
+    key = tmp_path / "user.json"
+    key.write_text(json.dumps({"type": "authorized_user", "client_id": "a", "client_secret": "b", "refresh_token": "c"}))
+    route, gap = claude_cloud_route(VERTEX, "test", {"GOOGLE_APPLICATION_CREDENTIALS": str(key)}, workspace=tmp_path / "ws")
+    assert gap == "" and (route.signer.refuses("POST", path) is None) == signed

@@ -78,6 +78,11 @@ def forward(gateway, conn: socket.socket) -> None:
             _reply(conn, 403, "Forbidden", f"gtd model gateway: refused: the {route_name} route signs only "
                                            "requests that carry this session's placeholder\n")
             return
+        refused = signer.refuses(method, rest_path)
+        if refused:
+            gateway.misuse(route_name, f"a use of your cloud identity beyond model calls: {refused}")
+            _reply(conn, 403, "Forbidden", f"gtd model gateway: refused: {refused}\n")
+            return
         try:
             out += signer.sign(method, f"{upstream.scheme}://{upstream.netloc}{path}", out, body)
         except Exception as exc:  # noqa: BLE001 - no credentials on the host, an expired login: the CLI hears why
