@@ -14,7 +14,8 @@ Vertex, the provider adds what that chain reads:
 - Vertex: the Google project/region variables and claude's Vertex switches; the file
   GOOGLE_APPLICATION_CREDENTIALS names and gcloud's `application_default_credentials.json`, read-only.
 
-Which files are really mounted, after resolving them on the host, is decided by
+Only when gtd cannot sign on the host (cloud_routes.py for claude, cli_cloud_routes.py for opencode's and
+pi's Bedrock; never for their Vertex). Which files are really mounted, after resolving them on the host, is decided by
 sandbox/policy/credential_files.py. Chosen: claude by CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX in
 gtd's environment; opencode and pi by the chosen model's provider (`amazon-bedrock/...`,
 `google-vertex/...`, `google-vertex-anthropic/...`).
@@ -108,8 +109,9 @@ def add_chosen_clouds(needs, chosen: Iterable[tuple[str, str]], environ: Mapping
     home = Path(environ.get("HOME") or Path.home())
     for kind, why in chosen_clouds(chosen):
         needs.add_cloud(cloud_credentials(kind, why, home, environ, workspace))
-        needs.gateway_gaps[kind] = ("opencode and pi sign cloud requests in the CLI: only claude's are signed "
-                                    "on the host")
+        needs.gateway_gaps[kind] = ("opencode's and pi's Vertex SDKs mint Google tokens in the CLI from your "
+                                    "credential files: only claude's Vertex requests are signed on the host"
+                                    if kind == VERTEX else "opencode and pi sign Bedrock requests in the CLI")
     return needs
 
 

@@ -79,11 +79,16 @@ def switches(kind: str, environ: Mapping[str, str] | None = None) -> list[str]:
 
 # -- Bedrock ----------------------------------------------------------------------------------
 
-def bedrock_route(why: str, environ: Mapping[str, str], workspace: Path | None = None) -> tuple[GatewayRoute | None, str]:
+def bedrock_route(why: str, environ: Mapping[str, str], workspace: Path | None = None, *, base: str | None = None,
+                  region: str | None = None, env=None) -> tuple[GatewayRoute | None, str]:
+    """Claude's Bedrock route; opencode and pi (cli_cloud_routes.py) give their own upstream `base`, `region` and
+    `env` (a function of the signer: what the CLI is told inside)."""
     key = (environ.get("AWS_BEARER_TOKEN_BEDROCK") or "").strip()
-    base = (environ.get("ANTHROPIC_BEDROCK_BASE_URL") or "").strip().rstrip("/")
+    base = (environ.get("ANTHROPIC_BEDROCK_BASE_URL") if base is None else base) or ""
+    base = base.strip().rstrip("/")
+    region = region if region and REGION.match(region) else None
     if key:
-        region = _env_region(environ) or "us-east-1"
+        region = region or _env_region(environ) or "us-east-1"
         signer: object = BedrockKey(key, region, base)
     else:
         try:
@@ -96,7 +101,7 @@ def bedrock_route(why: str, environ: Mapping[str, str], workspace: Path | None =
             session = _aws_session(environ, files)
             try:
                 credentials = session.get_credentials()
-                region = _env_region(environ) or session.get_config_variable("region") or "us-east-1"
+                region = region or _env_region(environ) or session.get_config_variable("region") or "us-east-1"
             except Exception as exc:  # noqa: BLE001 - a broken profile: the person hears botocore's reason
                 return None, f"no usable AWS credentials on the host ({exc})"
         if credentials is None:
@@ -104,9 +109,9 @@ def bedrock_route(why: str, environ: Mapping[str, str], workspace: Path | None =
         if not REGION.match(str(region)):
             region = "us-east-1"
         signer = AwsSigner(credentials, region, base)
-    env = (("CLAUDE_CODE_USE_BEDROCK", "1"), ("ANTHROPIC_BEDROCK_BASE_URL", "{url}"),
-           ("AWS_REGION", signer.region), ("AWS_BEARER_TOKEN_BEDROCK", "{placeholder}"))
-    return GatewayRoute("bedrock", signer.upstream(""), signer=signer, env=env, origin=why), ""
+    told = env(signer) if env is not None else (("CLAUDE_CODE_USE_BEDROCK", "1"), ("ANTHROPIC_BEDROCK_BASE_URL", "{url}"),
+                                                 ("AWS_REGION", signer.region), ("AWS_BEARER_TOKEN_BEDROCK", "{placeholder}"))
+    return GatewayRoute("bedrock", signer.upstream(""), signer=signer, env=told, origin=why), ""
 
 
 def _env_region(environ: Mapping[str, str]) -> str | None:

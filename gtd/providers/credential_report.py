@@ -1,8 +1,9 @@
 """`gtd doctor`'s "model credentials" row: which of the agent CLI's model credentials stay on the host behind
 gtd's credential gateway (sandbox/network/credential_gateway.py), and which still reach the CLI, with why.
 
-Still reaching the CLI: claude's Bedrock or Vertex credentials when the host cannot sign for them (no
-`cloud` extra, no credential on the host: cloud_routes.py), opencode's and pi's cloud credentials, a key
+Still reaching the CLI: claude's Bedrock or Vertex credentials, and opencode's and pi's Bedrock credentials,
+when the host cannot sign for them (no `cloud` extra, no credential on the host: cloud_routes.py,
+cli_cloud_routes.py), opencode's and pi's Vertex credentials, a key
 variable the CLI is given that no route carries (model_routes.UNROUTED; none of the CLIs' own today: every
 built-in provider key they are given is routed whenever it is set), and everything when the sandbox is off
 or at `full`. On macOS the gateway listens on the host's loopback (seatbelt has no network namespace to put

@@ -12,8 +12,9 @@ Together), each with the default endpoint of the CLI at hand (read from the pinn
 catalogue `baseUrl`, opencode's bundled models.dev `api` or its AI SDK package's default), and providers
 defined with a base URL in the person's own opencode or pi config. A built-in provider is routed when a
 model of it is chosen, and whenever the CLI is given its key anyway (its CREDENTIAL_ENV), so that key never
-reaches the CLI. Not covered (their credentials still reach the CLI, and `gtd doctor` says so): opencode's and
-pi's Bedrock and Vertex (their SDKs sign in the CLI; claude's are signed on the host: cloud_routes.py).
+reaches the CLI. Bedrock and Vertex are signed on the host by their own routes (cloud_routes.py for claude,
+cli_cloud_routes.py for opencode's and pi's Bedrock); opencode's and pi's Vertex is not covered (its credentials
+still reach the CLI, and `gtd doctor` says so).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def routes_for(cli: str, own, chosen, passed: tuple[str, ...] = ()) -> list[Gate
     """The routes opencode or pi needs: Anthropic and OpenAI always, plus each chosen model's provider that is
     built in (BUILT_IN) or defined with a base URL in the person's config `own` (a cli_models.CliModelConfig),
     plus each built-in provider whose key is set and among `passed` (the keys the CLI is given anyway)."""
-    from gtd.providers.cli_models import provider_of
+    from gtd.providers.cli_models import REGIONAL, provider_of
 
     routes = [anthropic_route(), openai_route()]
     wanted = [provider_of(model) for model, _where in chosen]
@@ -89,6 +90,8 @@ def routes_for(cli: str, own, chosen, passed: tuple[str, ...] = ()) -> list[Gate
                and any(var in passed and os.environ.get(var) for var in by_cli[cli][1])]
     for provider in wanted:
         if provider is None or provider in ("anthropic", "openai") or any(r.name == provider for r in routes):
+            continue
+        if provider in REGIONAL:  # signed with a cloud identity, never a plain key: cli_cloud_routes.py
             continue
         base = own.base_url(provider) if own is not None else None
         if base is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, opencode_config, provider_of
-from gtd.providers.cloud_credentials import add_chosen_clouds
+from gtd.providers.cli_cloud_routes import PROVIDER as BEDROCK_PROVIDER, ROUTE as BEDROCK_ROUTE, add_cli_clouds, through_gateway
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, with_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -75,7 +75,7 @@ class OpencodeProvider(Provider):
         own = self.user_config(workspace)
         chosen = chosen_models("opencode", own, self.models)
         extra = [h for h in model_hosts(own, chosen) if h.rule not in hosts]
-        return add_chosen_clouds(SandboxNeeds(
+        return add_cli_clouds(SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts + [h.rule for h in extra])),
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.home / d for d in ("data", "state", "cache")],
@@ -83,7 +83,7 @@ class OpencodeProvider(Provider):
             read_dirs=[self.home / "config"],
             env_passthrough=list(CREDENTIAL_ENV),
             model_routes=routes_for("opencode", own, chosen, CREDENTIAL_ENV),
-        ), chosen, workspace=workspace)
+        ), "opencode", own, chosen, workspace=workspace)
 
     def config(self, request: AgentRequest, own: CliModelConfig | None = None) -> dict:
         """The whole opencode config for one run. `own`: the person's settings, whose definition of
@@ -116,6 +116,9 @@ class OpencodeProvider(Provider):
         chosen = provider_of(request.model)
         if own is not None and chosen and chosen not in providers and chosen in own.providers:
             providers[chosen] = _through_gateway(chosen, own.providers[chosen], request.gateway)
+        if BEDROCK_ROUTE in (request.gateway or {}):  # Bedrock signed on the host (cli_cloud_routes.py)
+            providers[BEDROCK_PROVIDER] = through_gateway("opencode", (own.providers if own else {}).get(BEDROCK_PROVIDER),
+                                                          request.gateway[BEDROCK_ROUTE])
         if providers:
             config["provider"] = providers
         return config

@@ -16,7 +16,7 @@ from pathlib import Path
 from gtd.providers.agent_dirs import AgentDirs, write_json
 from gtd.providers.base import AgentOutcome, AgentRequest, CommandSpec, Provider, SandboxNeeds
 from gtd.providers.cli_models import CliModelConfig, chosen_models, model_hosts, pi_config, provider_of
-from gtd.providers.cloud_credentials import add_chosen_clouds
+from gtd.providers.cli_cloud_routes import PROVIDER as BEDROCK_PROVIDER, ROUTE as BEDROCK_ROUTE, add_cli_clouds, through_gateway
 from gtd.providers.endpoints import (ANTHROPIC_DEFAULT, OPENAI_DEFAULT, anthropic_base_url, host_port,
                                      openai_base_url, strip_v1)
 from gtd.providers.events import AgentEvent, EventKind, json_object
@@ -70,7 +70,7 @@ class PiProvider(Provider):
         hosts += [h.rule for h in extra]
         # Only the sessions dir is writable: the rest of the agent dir (settings, models, extensions,
         # AGENTS.md/SYSTEM.md) is outside every writable root, hence read-only, without placeholders.
-        return add_chosen_clouds(SandboxNeeds(
+        return add_cli_clouds(SandboxNeeds(
             model_hosts=list(dict.fromkeys(hosts)),
             model_host_origins={h.rule: h.origin for h in extra},
             writable_dirs=[self.sessions_dir],
@@ -78,7 +78,7 @@ class PiProvider(Provider):
             read_dirs=[self.home],
             env_passthrough=list(CREDENTIAL_ENV),
             model_routes=routes_for("pi", own, chosen, CREDENTIAL_ENV),
-        ), chosen, workspace=workspace)
+        ), "pi", own, chosen, workspace=workspace)
 
     @property
     def sessions_dir(self) -> Path:
@@ -92,6 +92,9 @@ class PiProvider(Provider):
         chosen = provider_of(request.model)
         if own is not None and chosen and chosen not in providers and chosen in own.providers:
             providers[chosen] = _through_gateway(chosen, own.providers[chosen], request.gateway)
+        if BEDROCK_ROUTE in (request.gateway or {}):  # Bedrock signed on the host (cli_cloud_routes.py)
+            providers[BEDROCK_PROVIDER] = through_gateway("pi", (own.providers if own else {}).get(BEDROCK_PROVIDER),
+                                                          request.gateway[BEDROCK_ROUTE])
         write_json(self.home / "models.json", {"providers": providers})
 
     def command(self, request: AgentRequest) -> CommandSpec:

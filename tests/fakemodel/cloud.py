@@ -2,6 +2,9 @@
 authorization the way those services do.
 
 - Bedrock streams Anthropic's events inside AWS's binary event-stream framing (each a JSON `{"bytes": base64}`).
+- Bedrock's Converse API (`/model/<id>/converse`, `/converse-stream`: what opencode and pi call): its request is
+  read in Anthropic's shape (so the server's script counts its tool turns), its answer is Converse's own (a JSON
+  document, or event-stream frames whose `:event-type` names the event and whose payload is the event itself).
 - `sigv4_valid` checks an AWS Signature Version 4 from the request as received, written from AWS's
   published algorithm (not botocore's code, which gtd signs with): a test then fails if gtd signs the
   wrong path, host, body or key.
@@ -19,6 +22,7 @@ import zlib
 from urllib.parse import quote, unquote, urlsplit
 
 BEDROCK_INVOKE = re.compile(r"/model/([^/]+)/(invoke|invoke-with-response-stream)$")
+BEDROCK_CONVERSE = re.compile(r"/model/([^/]+)/(converse|converse-stream)$")
 VERTEX_PREDICT = re.compile(r"/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/([^/:]+):(rawPredict|streamRawPredict)$")
 
 
@@ -41,6 +45,68 @@ def bedrock_chunks(sse_events: list[bytes]) -> list[bytes]:
                 out.append(event_stream_message(payload, {":event-type": "chunk", ":content-type": "application/json",
                                                           ":message-type": "event"}))
     return out
+
+
+def converse_as_anthropic(body: dict, model: str, stream: bool) -> dict:
+    """A Converse request as an Anthropic Messages body: text, tool_use and tool_result blocks, tools by name."""
+    def block(b: dict) -> dict | None:
+        if "text" in b:
+            return {"type": "text", "text": b["text"]}
+        if isinstance(b.get("toolUse"), dict):
+            use = b["toolUse"]
+            return {"type": "tool_use", "id": use.get("toolUseId"), "name": use.get("name"), "input": use.get("input")}
+        if isinstance(b.get("toolResult"), dict):
+            result = b["toolResult"]
+            return {"type": "tool_result", "tool_use_id": result.get("toolUseId"), "content": [
+                {"type": "text", "text": c.get("text") if "text" in c else json.dumps(c.get("json"))}
+                for c in result.get("content") or [] if isinstance(c, dict)]}
+        return None  # cachePoint, images, reasoning
+
+    messages = [{"role": m.get("role"), "content": [x for x in (block(b) for b in m.get("content") or []
+                                                                if isinstance(b, dict)) if x]}
+                for m in body.get("messages") or [] if isinstance(m, dict)]
+    specs = [t.get("toolSpec") for t in (body.get("toolConfig") or {}).get("tools") or [] if isinstance(t, dict)]
+    out = {"model": model, "stream": stream, "messages": messages,
+           "system": "\n".join(s.get("text") or "" for s in body.get("system") or [] if isinstance(s, dict))}
+    tools = [{"name": s.get("name"), "input_schema": (s.get("inputSchema") or {}).get("json") or {}}
+             for s in specs if isinstance(s, dict)]
+    if tools:
+        out["tools"] = tools
+    return out
+
+
+def _converse_usage(usage: tuple[int, int]) -> dict:
+    return {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)}
+
+
+def converse_frames(text: str | None, tool: tuple[str, str, dict] | None, usage: tuple[int, int]) -> list[bytes]:
+    """ConverseStream's answer: `text`, then `tool` = (toolUseId, name, input) if any, as event-stream frames."""
+    def frame(event: str, payload: dict) -> bytes:
+        return event_stream_message(json.dumps(payload).encode(), {":event-type": event, ":content-type":
+                                                                   "application/json", ":message-type": "event"})
+
+    out, index = [frame("messageStart", {"role": "assistant"})], 0
+    if text:  # Bedrock sends no contentBlockStart for a text block
+        out += [frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": text}}),
+                frame("contentBlockStop", {"contentBlockIndex": 0})]
+        index = 1
+    if tool:
+        out += [frame("contentBlockStart", {"contentBlockIndex": index,
+                                            "start": {"toolUse": {"toolUseId": tool[0], "name": tool[1]}}}),
+                frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": json.dumps(tool[2])}}}),
+                frame("contentBlockStop", {"contentBlockIndex": index})]
+    out.append(frame("messageStop", {"stopReason": "tool_use" if tool else "end_turn"}))
+    out.append(frame("metadata", {"usage": _converse_usage(usage), "metrics": {"latencyMs": 1}}))
+    return out
+
+
+def converse_message(text: str | None, tool: tuple[str, str, dict] | None, usage: tuple[int, int]) -> dict:
+    """Converse's (not streamed) answer."""
+    content: list[dict] = [{"text": text}] if text else []
+    if tool:
+        content.append({"toolUse": {"toolUseId": tool[0], "name": tool[1], "input": tool[2]}})
+    return {"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use" if tool else "end_turn", "usage": _converse_usage(usage), "metrics": {"latencyMs": 1}}
 
 
 def _hmac(key: bytes, text: str) -> bytes:

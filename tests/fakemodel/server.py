@@ -1,5 +1,6 @@
 """A fake model API on loopback: Anthropic Messages (SSE) and OpenAI chat completions (streaming), and the
-same Anthropic answers as Bedrock (`/model/<id>/invoke[-with-response-stream]`, AWS event stream) and Vertex
+same Anthropic answers as Bedrock (`/model/<id>/invoke[-with-response-stream]`, AWS event stream; and its
+Converse API, `/model/<id>/converse[-stream]`) and Vertex
 (`...:rawPredict`, `...:streamRawPredict`) give them, with Google's token endpoint (`/token`): fakemodel/cloud.py.
 
 Enough to drive the real agent CLIs end to end without a model. Each test scripts what the
@@ -39,7 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from fakemodel.cloud import BEDROCK_INVOKE, VERTEX_PREDICT, bedrock_chunks
+from fakemodel.cloud import (BEDROCK_CONVERSE, BEDROCK_INVOKE, VERTEX_PREDICT, bedrock_chunks, converse_as_anthropic,
+                             converse_frames, converse_message)
 
 SHELL_TOOL_NAMES = ("Bash", "bash")  # claude, opencode / pi
 
@@ -406,7 +408,10 @@ def _handler(server: FakeModelServer):
             cloud = BEDROCK_INVOKE.search(path) or VERTEX_PREDICT.search(path)
             if cloud:  # Bedrock or Vertex: Anthropic's body, the model and the streaming named by the path
                 body = {**body, "model": unquote(cloud.group(1)), "stream": cloud.group(2).startswith(("invoke-", "stream"))}
-            if path.endswith("/messages") or cloud:
+            converse = BEDROCK_CONVERSE.search(path)
+            if converse:  # read in Anthropic's shape, answered in Converse's
+                body = converse_as_anthropic(body, unquote(converse.group(1)), converse.group(2).endswith("-stream"))
+            if path.endswith("/messages") or cloud or converse:
                 api = "anthropic"
             elif path.endswith("/chat/completions"):
                 api = "openai"
@@ -423,7 +428,13 @@ def _handler(server: FakeModelServer):
                 self._json(step.error[0], _error_body(api, *step.error))
                 return
             usage = server.usage_for(side)
-            if api == "anthropic":
+            if converse:
+                tool = (server.next_id("tooluse"), step.tool, step.input) if step.tool else None
+                if body["stream"]:
+                    self._stream(converse_frames(step.text, tool, usage), "application/vnd.amazon.eventstream")
+                else:
+                    self._json(200, converse_message(step.text, tool, usage))
+            elif api == "anthropic":
                 if BEDROCK_INVOKE.search(path) and body.get("stream"):
                     self._stream(bedrock_chunks(_anthropic_events(server, body, step, usage)),
                                  "application/vnd.amazon.eventstream")

@@ -63,6 +63,27 @@ def test_bedrock_without_host_credentials_says_so(repo, isolated_home, monkeypat
     assert row["fix"].startswith("see docs/credential-gateway.md")
 
 
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_opencode_and_pi_on_bedrock_are_signed_on_the_host(cli, repo, isolated_home, monkeypatch):
+    require_cli(cli, monkeypatch)
+    for var in ("AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"):
+        monkeypatch.delenv(var, raising=False)
+    row = credentials_row(repo, cli, {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAX",
+                                      "AWS_SECRET_ACCESS_KEY": "aws-secret-x"},
+                          models={"build": "amazon-bedrock/anthropic.claude-sonnet-4"})
+    assert row["ok"], row
+    assert ("bedrock -> https://bedrock-runtime.eu-west-1.amazonaws.com: AWS credentials (SigV4, signed on the host)"
+            in row["detail"])
+    assert "aws-secret-x" not in json.dumps(row)
+
+
+def test_pi_on_vertex_says_its_credentials_reach_the_cli(repo, isolated_home, monkeypatch):
+    require_cli("pi", monkeypatch)
+    row = credentials_row(repo, "pi", {"GOOGLE_CLOUD_PROJECT": "proj-1"}, models={"build": "google-vertex/gemini-2.5-pro"})
+    assert not row["ok"]
+    assert "Vertex credentials, if any (not signed on the host: opencode's and pi's Vertex SDKs mint" in row["detail"]
+
+
 def claude_with_a_subscription_login(home, monkeypatch) -> None:
     require_cli("claude", monkeypatch)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

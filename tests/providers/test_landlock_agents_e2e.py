@@ -122,3 +122,38 @@ def test_claude_on_bedrock_is_signed_on_the_host_under_the_landlock_backend(clau
     sent_back = json.dumps([r.body for r in fake_model.main_requests()])
     assert "DUMPED" in sent_back and "gtd-placeholder-" in sent_back and secret not in sent_back
     assert "AKIALANDLOCK" not in sent_back
+
+
+@pytest.mark.parametrize("cli", ["opencode", "pi"])
+def test_opencode_and_pi_on_bedrock_are_signed_on_the_host_under_the_landlock_backend(cli, repo, fake_model,
+                                                                                      isolated_home, monkeypatch):
+    # Their Bedrock endpoint in the config gtd writes is the gateway on the host's loopback (cli_cloud_routes.py).
+    import os
+
+    from agents import require_cli
+    from fakemodel.cloud import sigv4_valid
+
+    require_cli(cli, monkeypatch)
+    secret = "aws-secret-" + os.urandom(12).hex()
+    for var, value in (("AWS_REGION", "eu-north-1"), ("AWS_ACCESS_KEY_ID", "AKIALANDLOCK"),
+                       ("AWS_SECRET_ACCESS_KEY", secret)):
+        monkeypatch.setenv(var, value)
+    for var in ("AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    own = (isolated_home / ".config/opencode/opencode.json" if cli == "opencode" else isolated_home / ".pi/agent/models.json")
+    own.parent.mkdir(parents=True)
+    own.write_text(json.dumps({"provider": {"amazon-bedrock": {"options": {"endpoint": fake_model.url}}}} if cli == "opencode"
+                              else {"providers": {"amazon-bedrock": {"baseUrl": fake_model.url}}}))
+    fake_model.script([shell("env | grep -i -e aws -e bedrock; echo DUMPED"), say("Looked.")])
+    result = subprocess.run([sys.executable, str(HARNESS), "--", sys.executable, "-m", "gtd", "plan", "look around",
+                             "--provider", cli, "--model", "amazon-bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0"],
+                            cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert "Landlock backend" in result.stderr, explain(result)
+    invoked = [r for r in fake_model.requests if r.path.endswith("/converse-stream")]
+    assert invoked, explain(result)
+    for recorded in invoked:
+        assert sigv4_valid("POST", recorded.raw_path, recorded.headers, recorded.raw, access_key="AKIALANDLOCK",
+                           secret=secret, region="eu-north-1")[0], recorded.raw_path
+    sent_back = json.dumps([r.body for r in fake_model.main_requests()])
+    assert "DUMPED" in sent_back and "AWS_BEARER_TOKEN_BEDROCK=gtd-placeholder-" in sent_back
+    assert secret not in sent_back and "AKIALANDLOCK" not in sent_back

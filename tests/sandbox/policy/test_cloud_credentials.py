@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,9 +69,16 @@ BEDROCK_CHOICES = [("opencode", "amazon-bedrock/anthropic.claude-sonnet-4"),
                    ("pi", "amazon-bedrock/anthropic.claude-sonnet-4")]
 
 
-def _signing_in_the_cli(home: Path):
-    """pi on Bedrock: its SDK signs in the CLI, so the AWS credentials are passed in (claude's are signed on the
-    host by gtd's gateway: cloud_routes.py)."""
+def _without_a_route(monkeypatch) -> None:
+    """A host where gtd cannot sign for Bedrock: no Bedrock API key, and no botocore (gtd's cloud extra)."""
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    monkeypatch.setitem(sys.modules, "botocore.session", None)  # `import botocore.session` fails
+
+
+def _signing_in_the_cli(home: Path, monkeypatch):
+    """pi on Bedrock where gtd cannot sign on the host: its SDK signs in the CLI, so the AWS credentials are
+    passed in (signed on the host whenever it can: cli_cloud_routes.py, cloud_routes.py)."""
+    _without_a_route(monkeypatch)
     return _provider("pi", home, "amazon-bedrock/anthropic.claude-sonnet-4")
 
 
@@ -91,12 +99,35 @@ def test_claude_on_bedrock_signed_on_the_host_gets_no_aws_credential_inside(sand
 @requires_bwrap
 @pytest.mark.bwrap
 @pytest.mark.parametrize("cli,model", BEDROCK_CHOICES)
+@pytest.mark.parametrize("key", [True, False], ids=["bedrock-api-key", "aws-keys"])
+def test_opencode_and_pi_on_bedrock_signed_on_the_host_get_no_aws_credential_inside(cli, model, key, sandbox, repo,
+                                                                                    aws_home, monkeypatch):
+    if not key:  # SigV4 from the keys in the environment (a profile named would make botocore skip them)
+        monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK")
+        monkeypatch.delenv("AWS_PROFILE")
+    needs = _provider(cli, aws_home, model).sandbox_needs(repo)
+    route = next(r for r in needs.model_routes if r.name == "bedrock")
+    assert route.upstream == "https://bedrock-runtime.eu-west-1.amazonaws.com" and not needs.gateway_gaps
+    assert needs.credential_files == {}
+    s = sandbox(Level.READWRITE, needs=needs)
+    r = sh(s, f"cat {aws_home}/.aws/config {aws_home}/.aws/credentials {aws_home}/.aws/sso/cache/token.json", repo)
+    assert "sso_session" not in r.out and "AKIAFILE" not in r.out and "SSO-TOKEN" not in r.out
+    env = dict(line.split("=", 1) for line in sh(s, SHOW_ENV, repo).out.splitlines())
+    assert env.pop("AWS_BEARER_TOKEN_BEDROCK").startswith("gtd-placeholder-")
+    assert env == {"AWS_REGION": "eu-west-1", **({"AWS_BEDROCK_FORCE_HTTP1": "1"} if cli == "pi" else {})}
+
+
+@requires_bwrap
+@pytest.mark.bwrap
+@pytest.mark.parametrize("cli,model", BEDROCK_CHOICES)
 def test_bedrock_credentials_are_readable_never_writable_and_the_rest_stays_hidden(cli, model, sandbox, repo,
                                                                                     aws_home, monkeypatch):
     for key, value in VERTEX_ENV.items():  # Vertex's variables are not Bedrock's: they stay out
         monkeypatch.setenv(key, value)
+    _without_a_route(monkeypatch)
     needs = _provider(cli, aws_home, model).sandbox_needs(repo)
     assert "bedrock-runtime.eu-west-1.amazonaws.com:443" in needs.model_hosts
+    assert "needs botocore" in needs.gateway_gaps["Bedrock"] and "bedrock" not in [r.name for r in needs.model_routes]
     s = sandbox(Level.READWRITE, needs=needs)
     aws = aws_home / ".aws"
     r = sh(s, f"cat {aws}/config {aws}/credentials {aws}/sso/cache/token.json", repo)
@@ -111,7 +142,7 @@ def test_bedrock_credentials_are_readable_never_writable_and_the_rest_stays_hidd
     assert "CLI-CACHE-SECRET" not in hidden.out and "PRIVATE" not in hidden.out
     assert hidden.out.split() == ["config", "credentials", "sso"]
     env = sorted(sh(s, SHOW_ENV, repo).out.splitlines())
-    expected = [f"{k}={v}" for k, v in AWS_ENV.items()]
+    expected = [f"{k}={v}" for k, v in AWS_ENV.items() if k != "AWS_BEARER_TOKEN_BEDROCK"]
     assert env == sorted(expected)
     assert (aws / "config").read_text() == "[profile dev]\nsso_session = corp\nregion = eu-west-1\n"
     assert sorted(p.name for p in (aws / "sso/cache").iterdir()) == ["token.json"]
@@ -183,7 +214,7 @@ def test_a_credential_path_linking_into_another_secret_or_the_workspace_is_not_f
     (aws_home / ".aws/credentials").unlink()
     (aws_home / ".aws/credentials").symlink_to(aws_home / ".ssh/id_ed25519")
     (repo / "sa.json").symlink_to(aws_home / ".ssh/id_ed25519")
-    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home, monkeypatch).sandbox_needs(repo)
     needs.credential_files[repo / "sa.json"] = "Vertex's $GOOGLE_APPLICATION_CREDENTIALS, chosen by a test"
     s = sandbox(Level.READWRITE, needs=needs)
     refused = {str(r.path): r.reason for r in s.policy.refused_credentials}
@@ -199,7 +230,7 @@ def test_a_credential_file_that_resolves_into_the_workspace_is_refused(repo, aws
     (repo / "aws-config").write_text("[default]\ncredential_process = ./steal\n")
     (aws_home / ".aws/config").unlink()
     (aws_home / ".aws/config").symlink_to(repo / "aws-config")
-    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home, monkeypatch).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     assert [(r.path, r.reason) for r in policy.refused_credentials] == [
         (aws_home / ".aws/config", "resolves into the workspace, which the agent can write")]
@@ -207,7 +238,7 @@ def test_a_credential_file_that_resolves_into_the_workspace_is_refused(repo, aws
 
 
 def test_the_sso_cache_is_passed_only_for_a_profile_that_signs_in_with_sso(repo, aws_home, monkeypatch):
-    provider = _signing_in_the_cli(aws_home)
+    provider = _signing_in_the_cli(aws_home, monkeypatch)
     assert aws_home / ".aws/sso/cache" in provider.sandbox_needs(repo).credential_files
     monkeypatch.setenv("AWS_PROFILE", "default")  # [default] has no sso_session
     assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
@@ -226,7 +257,7 @@ def test_an_aws_config_in_the_workspace_does_not_bring_the_sso_cache(repo, aws_h
     else:
         monkeypatch.chdir(repo)
         monkeypatch.setenv("AWS_CONFIG_FILE", "aws-config")
-    provider = _signing_in_the_cli(aws_home)
+    provider = _signing_in_the_cli(aws_home, monkeypatch)
     assert aws_home / ".aws/sso/cache" not in provider.sandbox_needs(repo).credential_files
     (aws_home / ".aws/config").unlink()
     (aws_home / ".aws/config").write_text("[profile planted]\nsso_session = corp\n")  # the person's own: honoured
@@ -246,18 +277,28 @@ def test_explain_names_where_the_cloud_variables_and_files_came_from(repo, aws_h
     assert ("  http://127.0.0.1:3129/bedrock -> https://bedrock-runtime.eu-west-1.amazonaws.com "
             "(AWS_BEARER_TOKEN_BEDROCK; claude: CLAUDE_CODE_USE_BEDROCK=1)\n") in out.stdout
     assert "AWS_SECRET_ACCESS_KEY" not in out.stdout and "credential files" not in out.stdout
-    # pi signs in the CLI: its AWS variables and files are passed, each with where it came from.
+    # pi on Bedrock: signed for on the host too (cli_cloud_routes.py), no AWS credential or file passed.
     (repo / ".gtdrc.json").write_text("{}")
     paths.user_config_dir().mkdir(parents=True, exist_ok=True)
     (paths.user_config_dir() / "config.json").write_text(json.dumps(
         {"provider": "pi", "models": {"build": "amazon-bedrock/anthropic.claude-sonnet-4"}}))
     out = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo)
     assert out.returncode == 0, out.stderr
-    assert "  AWS_SECRET_ACCESS_KEY (from Bedrock, " in out.stdout, out.stdout
+    assert ("  http://127.0.0.1:3129/bedrock -> https://bedrock-runtime.eu-west-1.amazonaws.com "
+            "(AWS_BEARER_TOKEN_BEDROCK; pi: gtd config models.build = amazon-bedrock/anthropic.claude-sonnet-4)\n"
+            ) in out.stdout, out.stdout
+    assert "AWS_SECRET_ACCESS_KEY" not in out.stdout and "credential files" not in out.stdout
+    # pi on Vertex signs in the CLI: its variables and files are passed, each with where it came from.
+    (aws_home / "sa.json").write_text('{"type": "service_account"}')
+    (paths.user_config_dir() / "config.json").write_text(json.dumps(
+        {"provider": "pi", "models": {"build": "google-vertex/gemini-2.5-pro"}}))
+    out = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo,
+                  env={"GOOGLE_APPLICATION_CREDENTIALS": str(aws_home / "sa.json"), "GOOGLE_CLOUD_PROJECT": "proj-1"})
+    assert out.returncode == 0, out.stderr
+    assert "  GOOGLE_CLOUD_PROJECT (from Vertex, " in out.stdout, out.stdout
     assert "credential files (read-only, never writable):\n" in out.stdout
-    assert f"  {aws_home}/.aws/config (from Bedrock's AWS config, " in out.stdout
-    assert f"  {aws_home}/.aws/sso/cache (from Bedrock's SSO token cache (profile dev signs in with SSO), " in out.stdout
-    assert "  bedrock-runtime.eu-west-1.amazonaws.com:443 (from " in out.stdout
+    assert f"  {aws_home}/sa.json (from Vertex's $GOOGLE_APPLICATION_CREDENTIALS, " in out.stdout
+    assert "  us-central1-aiplatform.googleapis.com:443 (from " in out.stdout
     (paths.user_config_dir() / "config.json").write_text(json.dumps(
         {"provider": "pi", "models": {"build": "anthropic/claude-sonnet-4"}}))
     plain = run_gtd("sandbox", "explain", "--phase", "build", cwd=repo)
@@ -267,7 +308,7 @@ def test_explain_names_where_the_cloud_variables_and_files_came_from(repo, aws_h
 def test_the_macos_profile_lets_the_credential_files_be_read_and_never_written(repo, aws_home, monkeypatch):
     from gtd.sandbox.macos.seatbelt import macos_path, render_profile
 
-    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home, monkeypatch).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     profile = render_profile(policy, proxy_port=3128)
     config = f'(subpath "{macos_path(aws_home / ".aws/config")}")'
@@ -299,7 +340,7 @@ def test_a_credential_file_in_a_writable_path_is_refused(repo, home, tmp_path, m
 def test_why_says_a_credential_file_is_readable_and_never_writable(repo, aws_home, monkeypatch):
     from gtd.sandbox.diagnose.why import why_path
 
-    needs = _signing_in_the_cli(aws_home).sandbox_needs(repo)
+    needs = _signing_in_the_cli(aws_home, monkeypatch).sandbox_needs(repo)
     policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, needs=needs, home=aws_home)
     verdict = why_path(policy, aws_home / ".aws/credentials")
     assert not verdict.allowed and "readable inside the sandbox, never writable" in verdict.reason
