@@ -47,12 +47,15 @@ SWITCHES = {
 }
 BEDROCK_CONTROL_PLANE = ("inference-profiles", "foundation-models")  # served by `bedrock.`, not `bedrock-runtime.`
 # What the gateway signs for (method and path after the route): model calls, and the control plane's listings.
-BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?]+/(invoke|invoke-with-response-stream|converse|converse-stream|"
-                           r"count-tokens)|GET (inference-profiles|foundation-models)(/[^/?]+)?)(\?.*)?$")
-VERTEX_CALLS = re.compile(r"^POST projects/(?!\.\.?/)[^/]+/locations/(?!\.\.?/)[^/]+/publishers/anthropic/models/[^/?]+"
-                          r":(rawPredict|streamRawPredict)(\?.*)?$")
+# No `?` or `#` inside a segment (each would end the path the upstream sees before the checked call's end: a
+# location `us-east5:deploy?x=` made the token go to Model Garden's deploy), no dot segment, no newline (\Z).
+BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?#]+/(invoke|invoke-with-response-stream|converse|converse-stream|"
+                           r"count-tokens)|GET (inference-profiles|foundation-models)(/(?!\.\.?(\?|\Z))[^/?#]+)?)"
+                           r"(\?[^#\n]*)?\Z")
+VERTEX_CALLS = re.compile(r"^POST projects/(?!\.\.?/)[^/?#]+/locations/(?!\.\.?/)[^/?#]+/publishers/anthropic/models/"
+                          r"[^/?#]+:(rawPredict|streamRawPredict)(\?[^#\n]*)?\Z")
 VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-REGION = re.compile(r"^[a-z0-9-]{1,40}$")
+REGION = re.compile(r"^[a-z0-9-]{1,40}\Z")
 MAX_AWS_FILE = 256 * 1024
 MAX_GOOGLE_FILE = 64 * 1024
 GOOGLE_TYPES = ("service_account", "authorized_user")  # a key or a refresh token: nothing that runs a command

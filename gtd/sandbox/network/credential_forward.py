@@ -9,6 +9,7 @@ arrives, read with `read1` so that each server-sent event goes on at once.
 
 from __future__ import annotations
 
+import re
 import socket
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ SIGNED_PREFIXES = ("x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # a conversation with images stays far below
 UPSTREAM_SECONDS = 900.0  # a model that thinks long before its first byte
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110's token: no space, no fold, nothing to misread
 
 
 def forward(gateway, conn: socket.socket) -> None:
@@ -36,7 +38,7 @@ def forward(gateway, conn: socket.socket) -> None:
     headers = []
     for line in lines[1:]:
         name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip() or any(c in line for c in "\r\n\0"):
+        if not colon or not HEADER_NAME.fullmatch(name) or any(c in line for c in "\r\n\0"):
             _reply(conn, 400, "Bad Request", "gtd model gateway: malformed request header\n")
             return
         headers.append((name, value.strip()))
