@@ -52,7 +52,9 @@ BEDROCK_CONTROL_PLANE = ("inference-profiles", "foundation-models")  # served by
 BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?#]+/(invoke|invoke-with-response-stream|converse|converse-stream|"
                            r"count-tokens)|GET (inference-profiles|foundation-models)(/(?!\.\.?(\?|\Z))[^/?#]+)?)"
                            r"(\?[^#\n]*)?\Z")
-VERTEX_CALLS = re.compile(r"^POST projects/(?!\.\.?/)[^/?#]+/locations/(?!\.\.?/)[^/?#]+/publishers/anthropic/models/"
+# Nor an encoded slash or backslash on Vertex (no Vertex name holds one: a front end that decoded it would route on
+# segments gtd never saw).
+VERTEX_CALLS = re.compile(r"^(?!.*%(?i:2f|5c))POST projects/(?!\.\.?/)[^/?#]+/locations/(?!\.\.?/)[^/?#]+/publishers/anthropic/models/"
                           r"[^/?#]+:(rawPredict|streamRawPredict)(\?[^#\n]*)?\Z")
 VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 REGION = re.compile(r"^[a-z0-9-]{1,40}\Z")

@@ -295,3 +295,59 @@ def test_a_google_credential_file_reached_through_the_workspace_is_refused(tmp_p
     route, gap = claude_cloud_route(VERTEX, "test", {"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "fifo")},
                                     workspace=workspace)
     assert route is None and time.monotonic() - started < 2
+
+
+def test_an_encoded_slash_never_carries_the_vertex_token(vertex, upstream):
+    for path in ("projects/p/locations/us-east5/publishers/anthropic/models/..%2F..%2F..%2Fendpoints%2Fe:rawPredict",
+                 "projects/p%2f..%2fq/locations/us-east5/publishers/anthropic/models/m:rawPredict",
+                 "projects/p/locations/us-east5/publishers/anthropic/models/m%5C..%5Cx:rawPredict"):
+        assert vertex.post("/vertex/" + path).startswith(b"HTTP/1.1 403"), path
+    assert upstream.requests == []
+
+
+# -- the start hold --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("launcher", ["native", "python"])
+def test_the_hold_takes_only_gtds_go_and_the_command_never_holds_its_socket(launcher, tmp_path):
+    import subprocess
+    import sys
+
+    from gtd.sandbox.linux.kernel import LAUNCHER
+    from gtd.sandbox.linux.nativelaunch import launcher_path
+
+    if launcher == "native" and launcher_path() is None:
+        pytest.skip("no C compiler here")
+    prefix = [str(launcher_path())] if launcher == "native" else [sys.executable, "-I", "-S", str(LAUNCHER)]
+    ran = tmp_path / "ran"
+    for answer, status in ((b"0", 126), (b"11", 0)):  # anything but gtd's "1" is no go
+        mine, theirs = socket.socketpair()
+        fd = theirs.fileno()
+        check = f"import os,sys\ntry: os.fstat({fd})\nexcept OSError: open(sys.argv[1], 'w').write('closed')"
+        proc = subprocess.Popen([*prefix, "--hold", str(fd), "--", sys.executable, "-c", check, str(ran)],
+                                pass_fds=(fd,))
+        theirs.close()
+        assert mine.recv(1) == b"r"
+        mine.sendall(answer)
+        mine.close()
+        assert proc.wait(10) == status
+        assert (ran.read_text() if ran.exists() else None) == ("closed" if status == 0 else None)
+        ran.unlink(missing_ok=True)
+
+
+# -- the macOS Keychain reader ---------------------------------------------------------------------
+
+def test_keychain_names_and_login_cannot_inject_into_security_i(tmp_path, monkeypatch):
+    from fake_macos import FakeSecurity
+    from gtd.providers import claude_keychain
+
+    fake = FakeSecurity(tmp_path / "bin")
+    monkeypatch.setattr(claude_keychain, "SECURITY", str(fake.path))
+    monkeypatch.setenv("USER", 'dev" -s "other\ndelete-keychain')
+    assert claude_keychain.account_name() == "claude-code-user"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", '/x" ; delete-keychain "')
+    assert claude_keychain.service_name().startswith("Claude Code-credentials-") and '"' not in claude_keychain.service_name()
+    evil = 'tok" -s "x"\ndelete-keychain login.keychain\n'
+    fake.store({"claudeAiOauth": {"accessToken": "old"}}, account="claude-code-user", service=claude_keychain.service_name())
+    claude_keychain.write_login(claude_keychain.service_name(), "claude-code-user", {"claudeAiOauth": {"accessToken": evil}})
+    stdin = fake.calls()[-2]["stdin"]
+    assert stdin.count("\n") == 1 and "delete-keychain" not in stdin and json.dumps({"claudeAiOauth": {"accessToken": evil}}).encode().hex() in stdin
