@@ -351,3 +351,57 @@ def test_keychain_names_and_login_cannot_inject_into_security_i(tmp_path, monkey
     claude_keychain.write_login(claude_keychain.service_name(), "claude-code-user", {"claudeAiOauth": {"accessToken": evil}})
     stdin = fake.calls()[-2]["stdin"]
     assert stdin.count("\n") == 1 and "delete-keychain" not in stdin and json.dumps({"claudeAiOauth": {"accessToken": evil}}).encode().hex() in stdin
+
+
+# -- from inside the real sandbox ------------------------------------------------------------------
+
+INSIDE = r"""
+import os, socket, sys
+from urllib.parse import urlsplit
+url = urlsplit(os.environ["GTD_RT_URL"])
+for target in sys.argv[1:]:
+    conn = socket.create_connection((url.hostname, url.port), timeout=5)
+    conn.sendall(("POST " + url.path + "/" + target + " HTTP/1.1\r\nAuthorization: Bearer " + os.environ["GTD_RT_PH"]
+                  + "\r\nContent-Length: 2\r\n\r\n{}").encode())
+    data = b""
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    print(data.split(b"\r\n")[0].decode())
+"""
+
+
+def test_from_inside_bwrap_only_the_model_call_gets_the_token(tmp_path, upstream, isolated_home):
+    import shutil
+    import subprocess
+
+    google = pytest.importorskip("google.oauth2.credentials")
+    if shutil.which("bwrap") is None:
+        pytest.skip("no bwrap")
+    from gtd.config.schema import GtdConfig, Level, Phase
+    from gtd.sandbox.policy.needs import SandboxNeeds
+    from gtd.sandbox.policy.sandbox_policy import build_policy
+    from gtd.sandbox.session import open_sandbox
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    signer = VertexToken(google.Credentials(token=REAL_TOKEN), f"http://127.0.0.1:{upstream.port}/v1", "test")
+    route = GatewayRoute("vertex", signer.upstream(""), signer=signer,
+                         env=(("GTD_RT_URL", "{url}"), ("GTD_RT_PH", "{placeholder}")))
+    policy = build_policy(GtdConfig(), workspace=repo, level=Level.READWRITE, phase=Phase.BUILD,
+                          needs=SandboxNeeds(model_routes=[route]), home=isolated_home)
+    session = open_sandbox(policy)
+    try:
+        done = session.run(["python3", "-c", INSIDE, VERTEX_MODEL,
+                            "projects/p/locations/us-east5:deploy?x=/publishers/anthropic/models/m:rawPredict",
+                            "projects/p/locations/us-east5/publishers/anthropic/models/%2E%2E%2Fx:rawPredict"],
+                           cwd=repo, timeout=30)
+    finally:
+        session.close()
+    statuses = done.stdout.decode().split("\n")[:3]
+    assert [s.split(" ")[1] if " " in s else s for s in statuses] == ["200", "403", "403"], done.stderr.decode()
+    assert len(upstream.requests) == 1 and f"/v1/{VERTEX_MODEL}".encode() in upstream.requests[0]
+    assert REAL_TOKEN.encode() not in done.stdout + done.stderr
