@@ -57,6 +57,7 @@ BEDROCK_CALLS = re.compile(r"^(POST model/(?!\.\.?/)[^/?#]+/(invoke|invoke-with-
 VERTEX_CALLS = re.compile(r"^(?!.*%(?i:2f|5c))POST projects/(?!\.\.?/)[^/?#]+/locations/(?!\.\.?/)[^/?#]+/publishers/anthropic/models/"
                           r"[^/?#]+:(rawPredict|streamRawPredict)(\?[^#\n]*)?\Z")
 VERTEX_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+VERTEX_PROJECT_VARS = ("ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT")  # claude's project
 REGION = re.compile(r"^[a-z0-9-]{1,40}\Z")
 MAX_AWS_FILE = 256 * 1024
 MAX_GOOGLE_FILE = 64 * 1024
@@ -267,7 +268,8 @@ def vertex_route(why: str, environ: Mapping[str, str], workspace: Path | None = 
     except Exception as exc:  # noqa: BLE001 - google-auth's reason names what the file lacks
         return None, f"the Google credential file {source} cannot be used ({exc})"
     base = (environ.get("ANTHROPIC_VERTEX_BASE_URL") or "").strip().rstrip("/")
-    signer = VertexToken(credentials, base, str(source))
+    projects = tuple(dict.fromkeys(v.strip() for k in VERTEX_PROJECT_VARS if (v := environ.get(k) or "").strip()))
+    signer = VertexToken(credentials, base, str(source), projects)
     custom = [line for line in (environ.get("ANTHROPIC_CUSTOM_HEADERS") or "").splitlines()
               if line.strip() and not line.lower().lstrip().startswith("authorization:")]
     env = (("CLAUDE_CODE_USE_VERTEX", "1"), ("CLAUDE_CODE_SKIP_VERTEX_AUTH", "1"),
@@ -293,8 +295,9 @@ def _google_credential_file(environ: Mapping[str, str]) -> Path | None:
 class VertexToken:
     """An access token minted on the host from the Google credentials, refreshed before it expires."""
 
-    def __init__(self, credentials, base: str, source: str):
+    def __init__(self, credentials, base: str, source: str, projects: tuple[str, ...] = ()):
         self.name = f"Google credentials ({source}, tokens minted on the host)"
+        self._projects = projects  # the person's project: the token bills no other one the identity reaches
         self._credentials = credentials
         self._base = base
         self._lock = threading.Lock()
@@ -304,10 +307,15 @@ class VertexToken:
 
     def refuses(self, method: str, path: str) -> str | None:
         """Why a request is not given the token, or None: only Anthropic model calls (the token's scope is the
-        whole of Google Cloud)."""
-        return None if VERTEX_CALLS.match(f"{method.upper()} {path}") else (
-            f"{method} /{path.split('?')[0]} is not an Anthropic model call; gtd gives the Google token only to "
-            "rawPredict, streamRawPredict and count-tokens of publishers/anthropic models")
+        whole of Google Cloud), in the person's project when one is set."""
+        if not VERTEX_CALLS.match(f"{method.upper()} {path}"):
+            return (f"{method} /{path.split('?')[0]} is not an Anthropic model call; gtd gives the Google token only "
+                    "to rawPredict, streamRawPredict and count-tokens of publishers/anthropic models")
+        project = path.split("/")[1]
+        if self._projects and project not in self._projects:
+            return (f"the call names project {project!r}, not yours ({', '.join(self._projects)}); to use it, set "
+                    "ANTHROPIC_VERTEX_PROJECT_ID to it before gtd starts")
+        return None
 
     def upstream(self, path: str) -> str:
         """The person's base URL, else the host of the region the request's path names (Vertex is regional)."""

@@ -405,3 +405,20 @@ def test_from_inside_bwrap_only_the_model_call_gets_the_token(tmp_path, upstream
     assert [s.split(" ")[1] if " " in s else s for s in statuses] == ["200", "403", "403"], done.stderr.decode()
     assert len(upstream.requests) == 1 and f"/v1/{VERTEX_MODEL}".encode() in upstream.requests[0]
     assert REAL_TOKEN.encode() not in done.stdout + done.stderr
+
+
+def test_the_vertex_token_bills_only_the_persons_project(tmp_path):
+    pytest.importorskip("google.auth")
+    key = tmp_path / "user.json"
+    key.write_text(json.dumps({"type": "authorized_user", "client_id": "a", "client_secret": "b", "refresh_token": "c"}))
+    env = {"GOOGLE_APPLICATION_CREDENTIALS": str(key), "ANTHROPIC_VERTEX_PROJECT_ID": "mine"}
+    route, gap = claude_cloud_route(VERTEX, "test", env, workspace=tmp_path / "ws")
+    call = "projects/{}/locations/us-east5/publishers/anthropic/models/m:rawPredict"
+    assert gap == "" and route.signer.refuses("POST", call.format("mine")) is None
+    refused = route.signer.refuses("POST", call.format("employers-prod"))
+    assert refused and "'employers-prod'" in refused and "ANTHROPIC_VERTEX_PROJECT_ID" in refused
+
+
+def test_an_oversized_request_head_is_refused(bedrock, upstream):
+    answer = bedrock.send(b"POST /bedrock/model/m/invoke HTTP/1.1\r\nX-Pad: " + b"a" * (70 * 1024) + b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431") and upstream.requests == []
