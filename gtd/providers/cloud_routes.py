@@ -151,6 +151,10 @@ def _checked_aws_files(environ: Mapping[str, str], workspace: Path | None):
                     yield {}, (f"the AWS file {path} is in the workspace, reached through a link there, or not a "
                                "regular file: gtd does not let botocore run what the agent could have written")
                     return
+                text, refused = _pinned_processes(text, path, workspace)
+                if refused:
+                    yield {}, refused
+                    return
                 fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 with os.fdopen(fd, "w") as out:
                     out.write(text)
@@ -158,6 +162,42 @@ def _checked_aws_files(environ: Mapping[str, str], workspace: Path | None):
         yield copies, ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+CREDENTIAL_PROCESS = re.compile(r"^(\s*credential_process\s*=\s*)(.*?)\s*$", re.MULTILINE)
+
+
+def _pinned_processes(text: str, path: Path, workspace: Path | None) -> tuple[str, str]:
+    """(the file with each `credential_process` pinned, "") or ("", why refused). botocore runs that command on
+    the host, by name on gtd's PATH and in gtd's current directory, the workspace: an activated project venv
+    (or `.`) on that PATH, or a relative program, would run what the agent planted there. So each program is
+    looked up on the PATH without the workspace (host_programs.py), and run by its absolute path under
+    /usr/bin/env with that PATH, which the programs it starts by name find too."""
+    import shlex
+
+    from gtd.host_programs import host_path, host_program
+
+    untrusted = [workspace] if workspace is not None else None
+    refused: list[str] = []
+
+    def pin(found: re.Match) -> str:
+        try:
+            words = shlex.split(found.group(2))
+        except ValueError:
+            words = []
+        program = host_program(words[0], untrusted) if words else None
+        env = host_program("env", untrusted)
+        if program is None or env is None:
+            refused.append(found.group(2))
+            return found.group(0)
+        return found.group(1) + shlex.join([env, f"PATH={host_path(untrusted)}", program, *words[1:]])
+
+    pinned = CREDENTIAL_PROCESS.sub(pin, text)
+    if refused:
+        return "", (f"the AWS file {path} has credential_process = {refused[0]!r}, whose program is relative or "
+                    "found only in the workspace or a relative PATH entry, where the agent can plant one: name it "
+                    "by an absolute path outside the workspace (or drop that PATH entry before starting gtd)")
+    return pinned, ""
 
 
 def _aws_session(environ: Mapping[str, str], files: Mapping[str, str]):

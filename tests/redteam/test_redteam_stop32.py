@@ -422,3 +422,50 @@ def test_the_vertex_token_bills_only_the_persons_project(tmp_path):
 def test_an_oversized_request_head_is_refused(bedrock, upstream):
     answer = bedrock.send(b"POST /bedrock/model/m/invoke HTTP/1.1\r\nX-Pad: " + b"a" * (70 * 1024) + b"\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 431") and upstream.requests == []
+
+
+# -- credential_process found through a PATH entry the agent writes ---------------------------------
+
+CREDS = "import json, pathlib, sys\npathlib.Path(sys.argv[1]).write_text('{}')\n" \
+        "print(json.dumps({'Version': 1, 'AccessKeyId': 'AKIA', 'SecretAccessKey': 's'}))\n"
+
+
+@pytest.mark.parametrize("how", ["bare name on a workspace PATH entry", "relative path", "helper it runs by name"])
+def test_the_persons_credential_process_never_runs_a_program_the_agent_planted(tmp_path, monkeypatch, how):
+    """The person's own ~/.aws/config names a program: botocore runs it on the host, found on gtd's PATH, in
+    gtd's current directory. An activated project venv puts the workspace's .venv/bin first on that PATH."""
+    import stat
+    import sys
+
+    pytest.importorskip("botocore")
+    home, workspace = _home_and_workspace(tmp_path)
+    planted, trusted = workspace / ".venv" / "bin", tmp_path / "trusted-bin"
+    planted.mkdir(parents=True)
+    trusted.mkdir()
+    agent, person = tmp_path / "agent-ran", tmp_path / "person-ran"
+
+    def program(where, name, marker, body=None):
+        script = where / name
+        script.write_text(body or f"#!{sys.executable}\n" + CREDS.replace("sys.argv[1]", repr(str(marker))))
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+    program(planted, "aws-creds", agent)
+    program(trusted, "aws-creds", person)
+    program(planted, "aws-helper", agent)
+    program(trusted, "aws-helper", person)
+    program(trusted, "wrapper", person, "#!/bin/sh\nexec aws-helper\n")
+    command = {"bare name on a workspace PATH entry": "aws-creds", "relative path": ".venv/bin/aws-creds",
+               "helper it runs by name": "wrapper"}[how]
+    (home / ".aws" / "config").write_text(f"[default]\nregion = us-west-2\ncredential_process = {command} --json\n")
+    monkeypatch.setenv("PATH", f"{planted}{os.pathsep}{trusted}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.chdir(workspace)
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_CONFIG_FILE",
+                "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    route, gap = claude_cloud_route(BEDROCK, "test", {"HOME": str(home), "CLAUDE_CODE_USE_BEDROCK": "1"},
+                                    workspace=workspace)
+    assert not agent.exists(), "a program the agent planted ran on the host"
+    if how == "relative path":
+        assert route is None and "credential_process" in gap and ".venv/bin/aws-creds" in gap, gap
+    else:
+        assert route is not None and person.exists(), gap
