@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 GATEWAY_PORT = 3129  # inside the sandbox's own network namespace, beside the proxy's 3128
 PLACEHOLDER_PREFIX = "gtd-placeholder-"
+# Connections served at once (a CLI opens a few; more is an agent holding host threads open): the rest are closed.
+MAX_CONNECTIONS = 64
 # The base URL variables the CLIs read, pointed at the gateway inside the sandbox: variable -> route.
 BASE_URL_VARS = {"ANTHROPIC_BASE_URL": "anthropic", "OPENAI_BASE_URL": "openai"}
 
@@ -112,6 +114,7 @@ class CredentialGateway:
                 self.login_placeholders[route.name] = placeholder
                 self._real[placeholder] = (route.name, "")
         self._listeners: dict[socket.socket, object] = {}  # each listener's accept thread (gtd.background)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._lock = threading.Lock()
 
     # -- what the session and the proxy ask ----------------------------------------------------
@@ -166,6 +169,9 @@ class CredentialGateway:
                 conn, _ = listener.accept()
             except OSError:
                 return
+            if not self._slots.acquire(blocking=False):  # each connection holds a host thread: a cap, not a flood
+                close_all(conn)
+                continue
             spawn(self._handle, conn)
 
     def _handle(self, conn: socket.socket) -> None:
@@ -178,6 +184,7 @@ class CredentialGateway:
             pass
         finally:
             close_all(conn)
+            self._slots.release()
 
     def real_credential(self, route: str, value: str) -> tuple[str | None, str | None]:
         """(the header value with the route's placeholder replaced by the real credential, misuse) for one

@@ -189,3 +189,25 @@ def test_a_login_token_goes_in_as_bearer_and_is_scrubbed_from_errors(upstream):
     assert upstream.got[0]["headers"]["authorization"] == "Bearer sk-ant-oat01-real-login-token-zzzz"
     assert answer.startswith(b"HTTP/1.1 401") and b"real-login-token" not in answer and b"removed by gtd" in answer
     assert gw.find_placeholder(placeholder) == "a subscription login"
+
+
+def test_connections_held_open_are_capped(gateway, upstream):
+    """Each connection holds a host thread for up to a minute: past the cap the gateway closes new ones at once,
+    and serves again as soon as one is done."""
+    from gtd.sandbox.network import credential_gateway
+
+    upstream.release.set()
+    held = [socket.create_connection(("127.0.0.1", gateway.port), timeout=10)
+            for _ in range(credential_gateway.MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.3)  # every held one is being served (reading its head)
+        extra = socket.create_connection(("127.0.0.1", gateway.port), timeout=10)
+        assert extra.recv(100) == b""  # closed without an answer
+        extra.close()
+        held.pop().close()
+        time.sleep(0.3)
+        answer = read_all(send(gateway, "/anthropic/v1/messages", {"x-api-key": gateway.env_placeholders["ANTHROPIC_API_KEY"]}))
+        assert answer.startswith(b"HTTP/1.1 200")
+    finally:
+        for conn in held:
+            conn.close()
