@@ -71,7 +71,8 @@ def split_hints(output: str, policy) -> tuple[list[str], list[str]]:
     if not output:
         return [], []
     return refused_write_hints(output, policy), (host_loopback_hints(output, policy) + hidden_home_hints(output, policy)
-                                                 + registry_credential_hints(output, policy))
+                                                 + registry_credential_hints(output, policy)
+                                                 + unreadable_rc_hints(output, policy))
 
 
 def _host_listens(port: int) -> bool:
@@ -172,6 +173,26 @@ def hidden_home_hints(output: str, policy) -> list[str]:
             f"inside the sandbox except toolchains and caches (`gtd sandbox explain`); to let commands read "
             f"{'it' if len(named) == 1 else 'them'}, add {'it' if len(named) == 1 else 'them'} to sandbox.readPaths "
             f"(your user config, or .gtdrc.json once you run `gtd trust`)."]
+
+
+# Yarn stops on an rc file it finds but cannot read (the Landlock backend: HOME hidden, no mount to replace it).
+_UNREADABLE_RC = re.compile(r"(?:EACCES|[Pp]ermission denied)[^\n]*?'(?P<p>[^'\n]+/\.yarnrc(?:\.yml)?)'")
+
+
+def unreadable_rc_hints(output: str, policy) -> list[str]:
+    """One line when yarn stopped on the person's ~/.yarnrc or ~/.yarnrc.yml: under the Landlock backend it
+    stays unreadable, and yarn has no variable naming another rc file (linux/tool_homes.py)."""
+    home = str(getattr(policy, "home", ""))
+    for match in _UNREADABLE_RC.finditer(output if getattr(policy, "home_hidden", False) else ""):
+        path = match.group("p")
+        if os.path.dirname(path) == home:
+            name = "~/" + os.path.basename(path)
+            return [f"[gtd] hint: yarn stops on your {name}: HOME is hidden inside the sandbox, and without user "
+                    f"namespaces (the Landlock backend) gtd cannot put its generated copy there, as yarn has no "
+                    f"variable naming another rc file. To let yarn run, allow user namespaces for bubblewrap "
+                    f"(`gtd doctor` says how); else move {name}'s registry settings to ~/.npmrc (yarn 1) or "
+                    f"YARN_NPM_REGISTRY_SERVER (yarn berry) and remove it (docs/landlock-backend.md)."]
+    return []
 
 
 # A registry's refusal for lack of credentials, as pip, npm, pnpm, yarn, cargo, go and Maven word it.

@@ -331,21 +331,26 @@ def _launcher() -> list[str]:
 
 # No mount puts gtd's generated settings files where their tools look in HOME (HOME is hidden, and takes no new
 # entries here): each is written into the private tmp dir and named by the variable its tool reads instead.
-# Yarn's, pnpm's own rc, gradle.properties and the cargo config have no such variable: they are not seen here
-# (docs/landlock-backend.md).
+# Cargo and Gradle get a private home holding theirs (tool_homes.py); yarn's rc files and pnpm's own rc are not
+# seen here (docs/landlock-backend.md).
 NAMED_BY = {".gitconfig": "GIT_CONFIG_GLOBAL", "pip.conf": "PIP_CONFIG_FILE", "uv.toml": "UV_CONFIG_FILE",
             ".npmrc": "NPM_CONFIG_USERCONFIG", "env": "GOENV", "settings.xml": "MAVEN_ARGS"}
 
 
 def _write_generated_files(policy, tmp: Path) -> dict[str, str]:
     """gtd's generated settings files (credentials left out) in `tmp`, and the variables that name them."""
+    from gtd.sandbox.linux.tool_homes import tool_home_environment
+
     env: dict[str, str] = {}
+    others = []
     for target, text, _ in policy.generated_files if policy.home_hidden else ():
         var = NAMED_BY.get(target.name)
         if var is None or (target.name == "env" and target.parent.name != "go"):
+            others.append((target, text))
             continue
         written = tmp / "settings" / f"{len(env)}-{target.name}"
         written.parent.mkdir(exist_ok=True)
         written.write_text(text, encoding="utf-8", errors="surrogateescape")
         env[var] = f"-s {written}" if var == "MAVEN_ARGS" else str(written)  # the last pip.conf: pip's own order
+    env.update(tool_home_environment(others, policy.home, tmp, os.environ))
     return env
