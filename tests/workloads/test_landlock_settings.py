@@ -64,7 +64,8 @@ def test_yarn_stopping_on_the_persons_hidden_rc_file_gets_a_hint(sandbox, repo, 
         rc.write_text(f'registry "http://{REGISTRY_HOST}:{greet.port}/"\n')
     else:
         if not BERRY.exists() or shutil.which("node") is None:
-            pytest.skip("yarn berry not installed (GTD_TEST_YARN_BERRY names its yarn.js)")
+            missing = "yarn berry not installed: run scripts/setup (GTD_TEST_YARN_BERRY names its yarn.js)"
+            pytest.fail(missing) if os.environ.get("CI") else pytest.skip(missing)  # never a silent skip in CI
         (web / ".yarn" / "releases").mkdir(parents=True)
         shutil.copy(BERRY, web / ".yarn" / "releases" / "yarn.cjs")  # as a project pins berry (yarnPath)
         rc, yarn = isolated_home / ".yarnrc.yml", "node .yarn/releases/yarn.cjs"
