@@ -5,8 +5,6 @@ and that cache never written from inside."""
 
 from __future__ import annotations
 
-import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -16,7 +14,7 @@ import pytest
 
 from gtd.config.schema import Level
 from registries import REGISTRY_HOST, tree_state
-from workload_support import allow_registry, run
+from workload_support import allow_registry, isolate_cargo, run
 
 
 def _cargo_version() -> tuple[int, int]:
@@ -47,16 +45,8 @@ def crates(file_registry):
 
 @pytest.fixture(autouse=True)
 def cargo_env(monkeypatch):
-    """The machine's cargo settings stay out. A rustup-managed cargo keeps finding its toolchains: they
-    live under the person's real home (the password database's), which the test's HOME replaced."""
-    for key in list(os.environ):
-        if key.startswith("CARGO_"):
-            monkeypatch.delenv(key)
-    rustup = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".rustup"
-    if "RUSTUP_HOME" not in os.environ and (rustup / "toolchains").is_dir():
-        monkeypatch.setenv("RUSTUP_HOME", str(rustup))
+    isolate_cargo(monkeypatch)
     monkeypatch.setenv("CARGO_TERM_COLOR", "never")
-    monkeypatch.setenv("CARGO_NET_RETRY", "0")
 
 
 def use_registry(home: Path, url: str) -> None:

@@ -5,7 +5,6 @@ and gtd says why. Real tools, against registries the tests serve on loopback."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from gtd.config.schema import GtdConfig, Level
 from gtd.sandbox.linux.landlock import abi_version
 from registries import REGISTRY_HOST, tree_state
-from workload_support import run
+from workload_support import add_greet_packages, greet_project, isolate_cargo, run
 
 pytestmark = [pytest.mark.landlock,
               pytest.mark.skipif(abi_version() < 4, reason="the Landlock backend needs Landlock ABI 4 (Linux 6.7+)")]
@@ -35,19 +34,7 @@ def landlock(level: str = "network", port: int | None = None) -> GtdConfig:
 
 @pytest.fixture
 def greet(registry):
-    if shutil.which("npm") is None:
-        pytest.skip("needs npm (to pack the test packages)")
-    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
-    registry.add_npm_package("gtd-greet", "1.2.0", "const shout = require('gtd-shout');\n"
-                             "module.exports = n => 'hello ' + shout(n);\n", {"gtd-shout": "^1.0.0"})
-    return registry
-
-
-def npm_project(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "package.json").write_text(json.dumps({"name": "app", "version": "0.0.0", "private": True,
-                                                   "dependencies": {"gtd-greet": "^1.0.0"}}))
-    return root
+    return add_greet_packages(registry)
 
 
 @pytest.mark.parametrize("which", ["yarn 1", "yarn berry"])
@@ -56,7 +43,7 @@ def test_yarn_stopping_on_the_persons_hidden_rc_file_gets_a_hint(sandbox, repo, 
     variable points it at gtd's generated copy, so the person is told why and what lets it run."""
     from gtd.sandbox.diagnose.hints import split_hints
 
-    web = npm_project(repo / "web")
+    web = greet_project(repo / "web")
     if which == "yarn 1":
         if not YARN1.exists() or shutil.which("node") is None:
             pytest.skip("yarn 1 not installed (scripts/setup)")
@@ -98,17 +85,7 @@ def test_gradle_gets_a_private_user_home_with_the_generated_properties(sandbox, 
 
 @pytest.fixture
 def cargo_env(monkeypatch):
-    """The machine's cargo settings stay out; a rustup-managed cargo keeps finding its toolchains (they live
-    under the person's real home, which the test's HOME replaced)."""
-    import pwd
-
-    for key in list(os.environ):
-        if key.startswith("CARGO_"):
-            monkeypatch.delenv(key)
-    rustup = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".rustup"
-    if "RUSTUP_HOME" not in os.environ and (rustup / "toolchains").is_dir():
-        monkeypatch.setenv("RUSTUP_HOME", str(rustup))
-    monkeypatch.setenv("CARGO_NET_RETRY", "0")
+    isolate_cargo(monkeypatch)
 
 
 def cargo_project(root: Path, dependency: str) -> Path:

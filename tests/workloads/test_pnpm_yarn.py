@@ -3,7 +3,6 @@ install, an offline install at readwrite served from the user's store/cache, whi
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from gtd.config.schema import Level
 from registries import REGISTRY_HOST, tree_state
-from workload_support import allow_registry, run
+from workload_support import add_greet_packages, allow_registry, greet_project, run
 
 BIN = Path(__file__).resolve().parents[2] / ".tools" / "pkgmgrs" / "node_modules" / ".bin"
 
@@ -27,32 +26,20 @@ CHECK = "node -e \"console.log(require('gtd-greet')('sandbox'))\""
 
 @pytest.fixture
 def npm_registry(registry):
-    if shutil.which("npm") is None:
-        pytest.skip("needs npm (to pack the test packages)")
-    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
-    registry.add_npm_package("gtd-greet", "1.2.0", "const shout = require('gtd-shout');\n"
-                             "module.exports = n => 'hello ' + shout(n);\n", {"gtd-shout": "^1.0.0"})
-    return registry
-
-
-def project(root: Path) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "package.json").write_text(json.dumps({"name": "app", "version": "0.0.0", "private": True,
-                                                   "dependencies": {"gtd-greet": "^1.0.0"}}))
-    return root
+    return add_greet_packages(registry)
 
 
 @pytest.mark.skipif(tool("pnpm") is None, reason="pnpm not installed (scripts/setup installs it)")
 def test_pnpm_at_network_as_outside_and_offline_at_readwrite_from_the_users_store(sandbox, repo, npm_registry, isolated_home, tmp_path):
     pnpm = tool("pnpm")
     install = f"{pnpm} install --reporter=silent --registry http://{{host}}:{npm_registry.port}/ {{flags}} && {CHECK}"
-    outside = run(None, install.format(host="127.0.0.1", flags=""), project(tmp_path / "host-app"))
+    outside = run(None, install.format(host="127.0.0.1", flags=""), greet_project(tmp_path / "host-app"))
     assert outside.returncode == 0, outside.stdout + outside.stderr
     store, cache = isolated_home / ".local/share/pnpm/store", isolated_home / ".cache/pnpm"
     before = (tree_state(store), tree_state(cache))
     assert before[0]
 
-    project(repo)
+    greet_project(repo)
     inside = run(sandbox(Level.NETWORK, config=allow_registry(npm_registry.port)),
                  install.format(host=REGISTRY_HOST, flags=""), repo)
     assert inside.returncode == 0, inside.stdout + inside.stderr
@@ -70,14 +57,14 @@ def test_yarn_at_network_as_outside_and_offline_at_readwrite_from_the_users_cach
     yarn = tool("yarn")
     install = (f"{yarn} install --silent --non-interactive --no-progress --registry http://{{host}}:{npm_registry.port}/"
                f" {{flags}} && {CHECK}")
-    host_app = project(tmp_path / "host-app")
+    host_app = greet_project(tmp_path / "host-app")
     outside = run(None, install.format(host="127.0.0.1", flags=""), host_app)
     assert outside.returncode == 0, outside.stdout + outside.stderr
     cache = isolated_home / ".cache/yarn"
     before = tree_state(cache)
     assert before
 
-    project(repo)
+    greet_project(repo)
     inside = run(sandbox(Level.NETWORK, config=allow_registry(npm_registry.port)),
                  install.format(host=REGISTRY_HOST, flags=""), repo)
     assert inside.returncode == 0, inside.stdout + inside.stderr

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import pwd
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from gtd.config.schema import GtdConfig
 from registries import REGISTRY_HOST
@@ -26,3 +32,33 @@ def run(session, script: str, cwd: Path, timeout: float = 180) -> subprocess.Com
     r = session.run(["/bin/sh", "-c", script], cwd=cwd, timeout=timeout)
     return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode(errors="replace"),
                                        r.stderr.decode(errors="replace"))
+
+
+def add_greet_packages(registry):
+    """gtd-greet 1.2.0 and its dependency gtd-shout 1.0.0 on the local npm registry (npm packs them)."""
+    if shutil.which("npm") is None:
+        pytest.skip("needs npm (to pack the test packages)")
+    registry.add_npm_package("gtd-shout", "1.0.0", "module.exports = s => s.toUpperCase();\n")
+    registry.add_npm_package("gtd-greet", "1.2.0", "const shout = require('gtd-shout');\n"
+                             "module.exports = n => 'hello ' + shout(n);\n", {"gtd-shout": "^1.0.0"})
+    return registry
+
+
+def greet_project(root: Path) -> Path:
+    """An npm project at `root` that depends on gtd-greet."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "package.json").write_text(json.dumps({"name": "app", "version": "0.0.0", "private": True,
+                                                   "dependencies": {"gtd-greet": "^1.0.0"}}))
+    return root
+
+
+def isolate_cargo(monkeypatch) -> None:
+    """The machine's cargo settings stay out. A rustup-managed cargo keeps finding its toolchains: they live
+    under the person's real home (the password database's), which the test's HOME replaced."""
+    for key in list(os.environ):
+        if key.startswith("CARGO_"):
+            monkeypatch.delenv(key)
+    rustup = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".rustup"
+    if "RUSTUP_HOME" not in os.environ and (rustup / "toolchains").is_dir():
+        monkeypatch.setenv("RUSTUP_HOME", str(rustup))
+    monkeypatch.setenv("CARGO_NET_RETRY", "0")
