@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     Resolver = Callable[[str, int], list[str]]
 
 MAX_HEADER = 64 * 1024
+# Connections served at once, two host threads each: package managers open a few dozen in parallel; thousands
+# would be an agent exhausting the person's thread limit (ulimit -u). Past the cap new ones are closed.
+MAX_CONNECTIONS = 512
 # Only a client that sent a loopback address through the proxy gets here (NO_PROXY lists every spelling
 # but "[::1]", which httpx rejects: Python's urllib proxies http://[::1]:PORT/).
 LOOPBACK_HINT = (
@@ -98,6 +101,7 @@ class FilteringProxy:
         self._listeners: dict[socket.socket, Background] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._refused: set[tuple[str, int]] = set()  # (host, port) refused by policy in this run
         self.tls_refusals = tls_refusals  # gtd.sandbox.network.refusal_tls.TlsRefusals: pip's repeats answered inside TLS
         # What a model-credential placeholder in a request stands for (credential_gateway.py), or None.
@@ -145,7 +149,16 @@ class FilteringProxy:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            spawn(handler, conn)
+            if not self._slots.acquire(blocking=False):  # host threads are the person's: a cap, not a flood
+                close_all(conn)
+                continue
+            spawn(self._served, handler, conn)
+
+    def _served(self, handler: Callable[[socket.socket], None], conn: socket.socket) -> None:
+        try:
+            handler(conn)
+        finally:
+            self._slots.release()
 
     def _handle_intercepted(self, conn: socket.socket, names: Callable[[str], str | None]) -> None:
         upstream = None
