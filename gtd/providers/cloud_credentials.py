@@ -124,8 +124,7 @@ def cloud_credentials(kind: str, why: str, home: Path, environ: Mapping[str, str
     found = CloudCredentials()
     if kind == BEDROCK:
         found.env = {name: f"{BEDROCK}, {chosen}" for name in BEDROCK_ENV}
-        config = _path(environ.get("AWS_CONFIG_FILE"), home) or home / ".aws" / "config"
-        credentials = _path(environ.get("AWS_SHARED_CREDENTIALS_FILE"), home) or home / ".aws" / "credentials"
+        config, credentials = aws_files(environ, home)
         named = {var: f" ${var}" if var in environ else "" for var in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")}
         found.files[config] = f"{BEDROCK}'s AWS config{named['AWS_CONFIG_FILE']}, {chosen}"
         found.files[credentials] = f"{BEDROCK}'s AWS credentials{named['AWS_SHARED_CREDENTIALS_FILE']}, {chosen}"
@@ -136,13 +135,23 @@ def cloud_credentials(kind: str, why: str, home: Path, environ: Mapping[str, str
     elif kind == VERTEX:
         found.env = {name: f"{VERTEX}, {chosen}" for name in VERTEX_ENV}
         found.env.update({name: f"{VERTEX}, {chosen}" for name in environ if name.startswith(VERTEX_ENV_PREFIX)})
-        named_file = _path(environ.get("GOOGLE_APPLICATION_CREDENTIALS"), home)
+        named_file, adc = google_files(environ, home)
         if named_file is not None:
             found.files[named_file] = f"{VERTEX}'s $GOOGLE_APPLICATION_CREDENTIALS, {chosen}"
-        gcloud = _path(environ.get("CLOUDSDK_CONFIG"), home) or home / ".config" / "gcloud"
-        found.files.setdefault(gcloud / "application_default_credentials.json",
-                               f"{VERTEX}'s gcloud application default credentials, {chosen}")
+        found.files.setdefault(adc, f"{VERTEX}'s gcloud application default credentials, {chosen}")
     return found
+
+
+def aws_files(environ: Mapping[str, str], home: Path) -> tuple[Path, Path]:
+    """(the AWS config file, the AWS credentials file) as the AWS SDKs find them: the variable's, else ~/.aws's."""
+    return (_path(environ.get("AWS_CONFIG_FILE"), home) or home / ".aws" / "config",
+            _path(environ.get("AWS_SHARED_CREDENTIALS_FILE"), home) or home / ".aws" / "credentials")
+
+
+def google_files(environ: Mapping[str, str], home: Path) -> tuple[Path | None, Path]:
+    """(the file GOOGLE_APPLICATION_CREDENTIALS names, or None; gcloud's application-default credentials)."""
+    gcloud = _path(environ.get("CLOUDSDK_CONFIG"), home) or home / ".config" / "gcloud"
+    return _path(environ.get("GOOGLE_APPLICATION_CREDENTIALS"), home), gcloud / "application_default_credentials.json"
 
 
 def _path(value: str | None, home: Path) -> Path | None:

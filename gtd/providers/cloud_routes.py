@@ -31,7 +31,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from gtd.providers.cloud_credentials import BEDROCK, VERTEX, VERTEX_ENV_PREFIX
+from gtd.providers.cloud_credentials import BEDROCK, VERTEX, VERTEX_ENV_PREFIX, aws_files, google_files
 from gtd.sandbox.network.credential_gateway import GatewayRoute
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
@@ -136,14 +136,11 @@ def _checked_aws_files(environ: Mapping[str, str], workspace: Path | None):
     "credentials_file": copy}, "") or ({}, why refused)."""
     from gtd.workspace_files import read_metadata_text
 
-    home = Path(environ.get("HOME") or Path.home())
-    wanted = {"config_file": (environ.get("AWS_CONFIG_FILE"), home / ".aws" / "config"),
-              "credentials_file": (environ.get("AWS_SHARED_CREDENTIALS_FILE"), home / ".aws" / "credentials")}
+    wanted = dict(zip(("config_file", "credentials_file"), aws_files(environ, _home(environ))))
     scratch = tempfile.mkdtemp(prefix="gtd-aws-")
     try:
         copies: dict[str, str] = {}
-        for name, (named, default) in wanted.items():
-            path = Path(os.path.expanduser(named.strip())) if named and named.strip() else default
+        for name, path in wanted.items():
             copy = os.path.join(scratch, name)
             if os.path.lexists(path):
                 text = read_metadata_text(path, limit=MAX_AWS_FILE, untrusted=workspace)
@@ -323,13 +320,12 @@ def vertex_route(why: str, environ: Mapping[str, str], workspace: Path | None = 
 def _google_credential_file(environ: Mapping[str, str]) -> Path | None:
     """The file google-auth's default chain would read first (never the metadata server, which would make
     every start wait on a network probe)."""
-    named = (environ.get("GOOGLE_APPLICATION_CREDENTIALS") or "").strip()
-    if named:
-        return Path(os.path.expanduser(named))
-    config = (environ.get("CLOUDSDK_CONFIG") or "").strip()
-    home = Path(environ.get("HOME") or Path.home())
-    adc = (Path(config) if config else home / ".config" / "gcloud") / "application_default_credentials.json"
-    return adc if adc.is_file() else None
+    named, adc = google_files(environ, _home(environ))
+    return named if named is not None else adc if adc.is_file() else None
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("HOME") or Path.home())
 
 
 class VertexToken:
