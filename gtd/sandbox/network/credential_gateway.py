@@ -26,7 +26,7 @@ import socket
 import threading
 
 from gtd.record import field, record
-from gtd.sandbox.network.relay import close_all, spawn
+from gtd.sandbox.network.relay import ConnectionCap, close_all
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class CredentialGateway:
                 self.login_placeholders[route.name] = placeholder
                 self._real[placeholder] = (route.name, "")
         self._listeners: dict[socket.socket, object] = {}  # each listener's accept thread (gtd.background)
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._cap = ConnectionCap(MAX_CONNECTIONS)
         self._lock = threading.Lock()
 
     # -- what the session and the proxy ask ----------------------------------------------------
@@ -169,10 +169,7 @@ class CredentialGateway:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            if not self._slots.acquire(blocking=False):  # each connection holds a host thread: a cap, not a flood
-                close_all(conn)
-                continue
-            spawn(self._handle, conn)
+            self._cap.spawn(self._handle, conn)
 
     def _handle(self, conn: socket.socket) -> None:
         from gtd.sandbox.network.credential_forward import forward
@@ -184,7 +181,6 @@ class CredentialGateway:
             pass
         finally:
             close_all(conn)
-            self._slots.release()
 
     def real_credential(self, route: str, value: str) -> tuple[str | None, str | None]:
         """(the header value with the route's placeholder replaced by the real credential, misuse) for one

@@ -22,7 +22,7 @@ from gtd.sandbox.network.addresses import forbidden_reason, private_reason
 from gtd.sandbox.network.proxy_wire import (basic_credentials, body_length, deny_tls, parse_headers, recv_exact,
                                             reply, socks_reply)
 from gtd.sandbox.policy.domains import DomainRules, is_ip, normalise_host, split_host_port, valid_host
-from gtd.sandbox.network.relay import close_all, copy as _copy, pump as _pump, spawn  # the byte-moving half
+from gtd.sandbox.network.relay import ConnectionCap, close_all, copy as _copy, pump as _pump  # the byte-moving half
 
 TYPE_CHECKING = False  # typing's, without importing typing (issue 13: start-up)
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class FilteringProxy:
         self._listeners: dict[socket.socket, Background] = {}  # each listener's accept thread
         self._lock = threading.Lock()
         self._one_way: set[socket.socket] = set()  # plain-HTTP connections: no more client bytes upstream
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._cap = ConnectionCap(MAX_CONNECTIONS)
         self._refused: set[tuple[str, int]] = set()  # (host, port) refused by policy in this run
         self.tls_refusals = tls_refusals  # gtd.sandbox.network.refusal_tls.TlsRefusals: pip's repeats answered inside TLS
         # What a model-credential placeholder in a request stands for (credential_gateway.py), or None.
@@ -149,16 +149,7 @@ class FilteringProxy:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            if not self._slots.acquire(blocking=False):  # host threads are the person's: a cap, not a flood
-                close_all(conn)
-                continue
-            spawn(self._served, handler, conn)
-
-    def _served(self, handler: Callable[[socket.socket], None], conn: socket.socket) -> None:
-        try:
-            handler(conn)
-        finally:
-            self._slots.release()
+            self._cap.spawn(handler, conn)
 
     def _handle_intercepted(self, conn: socket.socket, names: Callable[[str], str | None]) -> None:
         upstream = None

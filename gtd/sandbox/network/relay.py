@@ -84,6 +84,27 @@ def spawn(fn, *args) -> None:
         parked.wake.release()
 
 
+class ConnectionCap:
+    """At most `limit` accepted connections served at once, each on a thread of spawn(): every one holds host
+    threads for as long as its peer keeps it open, and an agent opening thousands would exhaust the person's
+    thread limit (ulimit -u). Past the cap a new connection is closed at once."""
+
+    def __init__(self, limit: int):
+        self._slots = threading.BoundedSemaphore(limit)
+
+    def spawn(self, handler, conn: socket.socket) -> None:
+        if not self._slots.acquire(blocking=False):
+            close_all(conn)
+            return
+        spawn(self._served, handler, conn)
+
+    def _served(self, handler, conn: socket.socket) -> None:
+        try:
+            handler(conn)
+        finally:
+            self._slots.release()
+
+
 def _work(fn, args) -> None:
     """Run the job, then park for the next one: a proxied connection costs two threads (its handler and
     one direction's copy), and starting one per connection was most of the proxy's own set-up time.
