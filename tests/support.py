@@ -49,6 +49,20 @@ def as_the_owner() -> list[str]:
     return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
 
 
+def launcher_command(launcher: str) -> list[str]:
+    """The sandbox's launcher to run by hand: "native" (launch.c, built; skips without a C compiler) or "python"."""
+    import pytest
+
+    from gtd.sandbox.linux.kernel import LAUNCHER
+    from gtd.sandbox.linux.nativelaunch import launcher_path
+
+    if launcher == "python":
+        return [sys.executable, "-I", "-S", str(LAUNCHER)]
+    if launcher_path() is None:
+        pytest.skip("no C compiler here: only the Python launcher can run")
+    return [str(launcher_path())]
+
+
 def spawn_in_terminal(command: str, args: list[str], **kwargs):
     """pexpect.spawn as a person's interactive shell starts a command: SIGINT at its default action,
     so Ctrl-C (sendintr) reaches it. A test run started as a background job of a non-interactive

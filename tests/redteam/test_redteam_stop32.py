@@ -312,12 +312,9 @@ def test_the_hold_takes_only_gtds_go_and_the_command_never_holds_its_socket(laun
     import subprocess
     import sys
 
-    from gtd.sandbox.linux.kernel import LAUNCHER
-    from gtd.sandbox.linux.nativelaunch import launcher_path
+    from support import launcher_command
 
-    if launcher == "native" and launcher_path() is None:
-        pytest.skip("no C compiler here")
-    prefix = [str(launcher_path())] if launcher == "native" else [sys.executable, "-I", "-S", str(LAUNCHER)]
+    prefix = launcher_command(launcher)
     ran = tmp_path / "ran"
     for answer, status in ((b"0", 126), (b"11", 0)):  # anything but gtd's "1" is no go
         mine, theirs = socket.socketpair()

@@ -82,12 +82,9 @@ def test_gtd_killed_while_bwrap_waits_to_be_let_go_leaves_no_process(repo):
 def test_the_launcher_runs_nothing_until_gtd_says_go_and_nothing_once_gtd_is_gone(launcher, tmp_path):
     import socket
 
-    from gtd.sandbox.linux.kernel import LAUNCHER
-    from gtd.sandbox.linux.nativelaunch import launcher_path
+    from support import launcher_command
 
-    if launcher == "native" and launcher_path() is None:
-        pytest.skip("no C compiler here: only the Python launcher can run")
-    prefix = [str(launcher_path())] if launcher == "native" else [sys.executable, "-I", "-S", str(LAUNCHER)]
+    prefix = launcher_command(launcher)
     ran = tmp_path / "ran"
     for answer in (b"1", None):  # gtd's go, then gtd gone (its end closed unanswered)
         mine, theirs = socket.socketpair()
